@@ -1,0 +1,41 @@
+# Two commands matter: `make build` and `make test`. Both install into .venv on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+SOURCES := pyproject.toml
+
+.PHONY: build test check schema fuzz bench lint typecheck clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python $(SOURCES)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+build: $(STAMP)
+	$(BIN)/gpupolicy build
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+check: $(STAMP)
+	$(BIN)/gpupolicy check
+
+schema: $(STAMP)
+	$(BIN)/gpupolicy schema
+
+typecheck: $(STAMP)
+	$(BIN)/python -m mypy
+
+# Property-based fuzzing with a large example count; runs as long as it needs.
+fuzz: $(STAMP)
+	GPUPOLICY_FUZZ_EXAMPLES=$${GPUPOLICY_FUZZ_EXAMPLES:-10000} $(BIN)/python -m pytest -m slow tests/test_fuzz.py -p no:randomly
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .gpupolicy-cache .pytest_cache

@@ -1,0 +1,3 @@
+from compiler.cli.main import entrypoint
+
+entrypoint()

@@ -1,0 +1,127 @@
+"""The one allocation model (SPEC §9): per cluster, class and team, the guaranteed, borrowable
+and lendable GPUs with the origin of each value. ``explain``, REPORT.md, allocation.json and
+``diff`` all read this, so they can never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Mapping, Sequence
+
+from compiler.load import YamlPath
+from compiler.model.fleet import BudgetDefaults, Department
+from compiler.model.team import Budget
+
+UNLIMITED = None  # a resolved limit of None means "no limit"
+Field = Literal["guaranteed", "borrow", "lend"]
+# What Kueue does when a limit is absent: borrow and lend without limit; guarantee nothing.
+BUILTIN: dict[str, int | None] = {"guaranteed": 0, "borrow": UNLIMITED, "lend": UNLIMITED}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    value: int | None  # None = unlimited
+    origin: str  # "team", "department <name>", "fleet defaults", "built-in"
+
+    def show(self) -> str:
+        return "unlimited" if self.value is None else str(self.value)
+
+    def as_json(self) -> dict[str, object]:
+        return {"value": "unlimited" if self.value is None else self.value, "origin": self.origin}
+
+
+@dataclass(frozen=True)
+class TeamAllocation:
+    team: str
+    cluster: str
+    gpu_class: str
+    guaranteed: Resolved
+    borrow: Resolved
+    lend: Resolved
+    source: str  # team file
+    path: YamlPath  # where the budget entry is in the team file
+
+    @property
+    def lendable(self) -> int:
+        """GPUs of the guarantee other queues may use while this team does not."""
+        g = self.guaranteed.value or 0
+        return g if self.lend.value is None else min(self.lend.value, g)
+
+
+@dataclass(frozen=True)
+class Allocation:
+    entries: tuple[TeamAllocation, ...] = ()
+    # (cluster, class) -> Kueue-usable capacity (serving pools excluded)
+    capacity: Mapping[tuple[str, str], int] = field(default_factory=dict)
+
+    def for_class(self, cluster: str, gpu_class: str) -> list[TeamAllocation]:
+        return [e for e in self.entries if e.cluster == cluster and e.gpu_class == gpu_class]
+
+    def for_team(self, team: str) -> list[TeamAllocation]:
+        return [e for e in self.entries if e.team == team]
+
+    def guaranteed_total(self, cluster: str, gpu_class: str) -> int:
+        return sum(e.guaranteed.value or 0 for e in self.for_class(cluster, gpu_class))
+
+
+def _amount(v: int | str | None) -> tuple[bool, int | None]:
+    """(is set, value with None for unlimited)."""
+    if v is None:
+        return False, None
+    if v == "unlimited":
+        return True, None
+    assert isinstance(v, int)
+    return True, v
+
+
+def resolve(
+    fieldname: Field,
+    budget: Budget,
+    department: str,
+    departments: Mapping[str, Department],
+    fleet_defaults: BudgetDefaults,
+) -> Resolved:
+    """Team value, else the nearest department default up the tree, else fleet, else built-in."""
+    is_set, value = _amount(getattr(budget, fieldname))
+    if is_set:
+        return Resolved(value, "team")
+    seen: set[str] = set()
+    name: str | None = department
+    while name is not None and name in departments and name not in seen:
+        seen.add(name)
+        d = departments[name]
+        if d.defaults is not None:
+            is_set, value = _amount(getattr(d.defaults, fieldname))
+            if is_set:
+                return Resolved(value, f"department {name}")
+        name = d.parent
+    is_set, value = _amount(getattr(fleet_defaults, fieldname))
+    if is_set:
+        return Resolved(value, "fleet defaults")
+    return Resolved(BUILTIN[fieldname], "built-in")
+
+
+def build_allocation(
+    teams: Sequence[tuple[str, str, str, Sequence[Budget]]],
+    departments: Mapping[str, Department],
+    fleet_defaults: BudgetDefaults,
+    capacity: Mapping[tuple[str, str], int],
+) -> Allocation:
+    """``teams``: (team name, department, team file, budgets) in team-name order."""
+    entries: list[TeamAllocation] = []
+    for team, dept, source, budgets in teams:
+        for i, b in enumerate(budgets):
+            entries.append(
+                TeamAllocation(
+                    team=team,
+                    cluster=b.cluster,
+                    gpu_class=b.class_,
+                    guaranteed=resolve("guaranteed", b, dept, departments, fleet_defaults),
+                    borrow=resolve("borrow", b, dept, departments, fleet_defaults),
+                    lend=resolve("lend", b, dept, departments, fleet_defaults),
+                    source=source,
+                    path=("spec", "budgets", i),
+                )
+            )
+    entries.sort(key=lambda e: (e.cluster, e.gpu_class, e.team))
+    return Allocation(tuple(entries), dict(sorted(capacity.items())))

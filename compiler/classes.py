@@ -1,0 +1,151 @@
+"""GPU classes: what teams budget against, derived from each pool's model and cut (SPEC §9).
+
+``<model>`` full cards, ``<model>-mig-<profile>`` MIG slices, ``<model>-ts<replicas>``
+time-sliced shares, ``<model>-mps<replicas>`` MPS shares. The class ID is the budget key, the
+ResourceFlavor name and the DeviceClass name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compiler.model.fleet import Cluster, FullCut, MigCut, MpsCut, NodePool, TimeSlicingCut
+
+# What each cut isolates: the decision table shown in isolation diagnostics.
+ISOLATION_ALLOWS: dict[str, frozenset[str]] = {
+    "shared": frozenset({"full", "mig", "mps", "timeslicing"}),
+    "isolated": frozenset({"full", "mig"}),
+    "exclusive": frozenset({"full"}),
+}
+ISOLATION_TABLE = (
+    "isolation -> allowed cuts: shared: full, mig, mps, timeslicing (no memory/fault isolation); "
+    "isolated: full, mig (hardware-isolated memory and faults); exclusive: full cards only"
+)
+
+
+def mig_profile_slug(profile: str) -> str:
+    """``1g.10gb+me`` -> ``1g.10gb.me``: the form mig-parted uses in layout names, DNS-safe."""
+    return profile.replace("+", ".")
+
+
+def class_id(model: str, cut: str, *, profile: str | None = None, replicas: int | None = None) -> str:
+    if cut == "full":
+        return model
+    if cut == "mig":
+        assert profile is not None
+        return f"{model}-mig-{mig_profile_slug(profile)}"
+    if cut == "timeslicing":
+        return f"{model}-ts{replicas}"
+    if cut == "mps":
+        return f"{model}-mps{replicas}"
+    raise ValueError(cut)
+
+
+def device_plugin_resource(cut: str, *, profile: str | None, rename: bool) -> str:
+    """Extended-resource name the NVIDIA device plugin advertises for a class (SPEC §9)."""
+    if cut == "mig":
+        assert profile is not None
+        return f"nvidia.com/mig-{profile}"
+    if cut in ("timeslicing", "mps") and rename:
+        return "nvidia.com/gpu.shared"
+    return "nvidia.com/gpu"
+
+
+def dra_resource(cid: str) -> str:
+    """Logical resource Kueue counts DRA claims under (``deviceClassMappings``)."""
+    return f"gpupolicy.dev/{cid}"
+
+
+@dataclass(frozen=True)
+class PoolSlice:
+    """One pool's contribution to a class."""
+
+    pool: str
+    nodes: int
+    per_node: int  # units of the class per node
+    serving: bool
+
+    @property
+    def units(self) -> int:
+        return self.nodes * self.per_node
+
+
+@dataclass(frozen=True)
+class GpuClass:
+    id: str
+    cluster: str
+    model: str
+    cut: str  # full | mig | timeslicing | mps
+    resource: str
+    profile: str | None
+    replicas: int | None
+    slices: tuple[PoolSlice, ...]
+
+    @property
+    def pools(self) -> tuple[str, ...]:
+        return tuple(s.pool for s in self.slices)
+
+    @property
+    def capacity(self) -> int:
+        """Units Kueue may hand out: serving-reserved pools excluded."""
+        return sum(s.units for s in self.slices if not s.serving)
+
+    @property
+    def serving_capacity(self) -> int:
+        return sum(s.units for s in self.slices if s.serving)
+
+    @property
+    def training_pools(self) -> tuple[str, ...]:
+        return tuple(s.pool for s in self.slices if not s.serving)
+
+    @property
+    def serving_pools(self) -> tuple[str, ...]:
+        return tuple(s.pool for s in self.slices if s.serving)
+
+
+def pool_units(pool: NodePool, mig_per_node: dict[str, int] | None) -> list[tuple[str, str | None, int | None, int]]:
+    """(cut, profile, replicas, units per node) for each class a pool provides."""
+    cut = pool.cut
+    if isinstance(cut, FullCut):
+        return [("full", None, None, pool.gpus_per_node)]
+    if isinstance(cut, TimeSlicingCut):
+        return [("timeslicing", None, cut.replicas, pool.gpus_per_node * cut.replicas)]
+    if isinstance(cut, MpsCut):
+        return [("mps", None, cut.replicas, pool.gpus_per_node * cut.replicas)]
+    assert isinstance(cut, MigCut)
+    return [("mig", p, None, n) for p, n in sorted((mig_per_node or {}).items()) if n > 0]
+
+
+def derive_classes(
+    cluster: Cluster, mig_per_node: dict[str, dict[str, int]]
+) -> dict[str, GpuClass]:
+    """Classes of one cluster. ``mig_per_node`` maps a MIG pool's name to its profile counts per
+    node (already resolved and checked against the catalog)."""
+    acc: dict[str, dict[str, object]] = {}
+    for pool in cluster.pools:
+        rename = getattr(pool.cut, "rename_by_default", True)
+        for cut, profile, replicas, per_node in pool_units(pool, mig_per_node.get(pool.name)):
+            cid = class_id(pool.model, cut, profile=profile, replicas=replicas)
+            resource = dra_resource(cid) if cluster.dra else device_plugin_resource(cut, profile=profile, rename=rename)
+            entry = acc.setdefault(
+                cid,
+                {"model": pool.model, "cut": cut, "resource": resource, "profile": profile,
+                 "replicas": replicas, "slices": []},
+            )
+            slices = entry["slices"]
+            assert isinstance(slices, list)
+            slices.append(PoolSlice(pool.name, pool.nodes, per_node, pool.serving))
+    out: dict[str, GpuClass] = {}
+    for cid in sorted(acc):
+        e = acc[cid]
+        out[cid] = GpuClass(
+            id=cid,
+            cluster=cluster.name,
+            model=str(e["model"]),
+            cut=str(e["cut"]),
+            resource=str(e["resource"]),
+            profile=e["profile"] if isinstance(e["profile"], str) else None,
+            replicas=e["replicas"] if isinstance(e["replicas"], int) else None,
+            slices=tuple(e["slices"]),  # type: ignore[arg-type]
+        )
+    return out

@@ -1,0 +1,1 @@
+"""The command line (``gpupolicy``); all file and terminal I/O of the compiler lives here."""

@@ -1,0 +1,90 @@
+"""``gpupolicy`` command line: parse into options, run a command, map the outcome to an exit code.
+
+Exit codes: 0 ok, 1 policy errors (warnings too under --strict), 2 usage or environment errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from compiler.diagnostics import EXIT_USAGE, UsageError
+from compiler.pipeline import Options, default_crds
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"gpupolicy: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    p.add_argument("--policies", type=Path, default=None, help="policy directory (default: <root>/policies)")
+    p.add_argument("--out", type=Path, default=None, help="output directory (default: <root>/out)")
+    p.add_argument("--crds", type=Path, default=None,
+                   help="directory of CRD YAML files to verify against (default: $GPUPOLICY_CRDS, "
+                        "else ../shared/crds when present)")
+    p.add_argument("--strict", action="store_true", help="warnings fail the run; missing CRDs are errors")
+    p.add_argument("--format", choices=["text", "json", "github", "parsable"], default=None,
+                   help="diagnostic format (default: github under GitHub Actions, else text)")
+    p.add_argument("--no-verify", action="store_true", help="skip the verify stage (faster, unsafe)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gpupolicy", description="GitOps policy compiler for shared GPU clusters.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, help_ in (
+        ("validate", "check the policies and print diagnostics"),
+        ("build", "validate, lower, verify and write out/, schemas/ and CODEOWNERS"),
+        ("check", "render in memory; fail listing stale files if out/, schemas/ or CODEOWNERS differ"),
+        ("schema", "regenerate schemas/ from the policy models"),
+        ("report", "print the allocation report (markdown) to stdout"),
+    ):
+        _common(sub.add_parser(name, help=help_))
+    ex = sub.add_parser("explain", help="a team's allocation, borrowing, preemption and required labels")
+    _common(ex)
+    ex.add_argument("team")
+    rules = sub.add_parser("rules", help="list every rule ID with its summary")
+    rules.add_argument("--examples", action="store_true", help="show PASS/FAIL examples")
+    return parser
+
+
+def options(ns: argparse.Namespace) -> Options:
+    root = ns.root
+    if not root.is_dir():
+        raise UsageError(f"root {root} is not a directory")
+    policy_dir = ns.policies if ns.policies is not None else root / "policies"
+    out_dir = ns.out if ns.out is not None else root / "out"
+    crds = ns.crds if ns.crds is not None else default_crds(root)
+    if crds is not None and not crds.is_dir():
+        raise UsageError(f"CRD directory {crds} does not exist")
+    if not policy_dir.is_dir():
+        raise UsageError(f"policy directory {policy_dir} does not exist")
+    return Options(root=root, policy_dir=policy_dir, out_dir=out_dir, crds=crds, strict=ns.strict,
+                   verify=not ns.no_verify)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from compiler.cli import commands
+
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    try:
+        if ns.command == "rules":
+            return commands.cmd_rules(ns.examples)
+        opts = options(ns)
+        return commands.COMMANDS[ns.command](opts, ns)
+    except UsageError as exc:
+        print(f"gpupolicy: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("gpupolicy: interrupted", file=sys.stderr)
+        return 130
+
+
+def entrypoint() -> None:
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Diagnostics as values: every problem the compiler finds, with a stable rule ID and a place.
+
+Stages never print or exit; they return ``Diagnostic`` lists. The CLI sorts them, renders them
+in the requested format and decides the exit code once (see ``exit_code``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from typing import Iterable
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 0, "warning": 1, "info": 2}[self.value]
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A 1-based position in a policy file; ``line == 0`` means 'the file as a whole'."""
+
+    file: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        if self.line <= 0:
+            return self.file
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    location: Location | None = None
+    severity: Severity = Severity.ERROR
+    hint: str | None = None
+    path: str | None = None  # breadcrumb inside the document, e.g. "spec.budgets[2].borrow"
+    extra: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        loc = self.location or Location("")
+        return (loc.file, loc.line, loc.col, self.code, self.message)
+
+    def with_severity(self, severity: Severity) -> Diagnostic:
+        return replace(self, severity=severity)
+
+
+def sort_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    unique = {(d.sort_key(), d.severity, d.hint, d.path): d for d in diags}
+    return sorted(unique.values(), key=Diagnostic.sort_key)
+
+
+def has_errors(diags: Iterable[Diagnostic], *, strict: bool = False) -> bool:
+    """Errors fail the run; under ``--strict`` warnings do too."""
+    for d in diags:
+        if d.severity is Severity.ERROR or (strict and d.severity is Severity.WARNING):
+            return True
+    return False
+
+
+EXIT_OK = 0
+EXIT_POLICY = 1
+EXIT_USAGE = 2
+
+
+def exit_code(diags: Iterable[Diagnostic], *, strict: bool = False) -> int:
+    return EXIT_POLICY if has_errors(diags, strict=strict) else EXIT_OK
+
+
+class UsageError(Exception):
+    """Bad command line or environment (exit 2), as opposed to a bad policy (exit 1)."""

@@ -1,0 +1,44 @@
+"""``gpupolicy explain <team>``: the allocation model read from one team's point of view."""
+
+from __future__ import annotations
+
+from compiler.lower.common import LABEL_QUEUE
+from compiler.lower.kueue import training_namespaces
+from compiler.policy import Policy
+
+
+def explain_team(policy: Policy, name: str) -> str:
+    team = policy.team(name)
+    assert team is not None
+    spec = team.model.spec
+    lines = [f"team {name} (department {spec.department}, isolation {spec.isolation}, file {team.path})", ""]
+    tiers = sorted(policy.fleet.spec.priorities, key=lambda p: -p.value)
+    default_tier = spec.priority or policy.fleet.spec.defaults.priority or next(
+        (p.name for p in tiers if p.default), None)
+    for cluster in sorted({e.cluster for e in policy.allocation.for_team(name)}):
+        lines.append(f"cluster {cluster}: ClusterQueue {name} in cohort {spec.department}; "
+                     f"LocalQueue {name} in {', '.join(training_namespaces(team, cluster)) or '(no namespace)'}")
+        for e in [e for e in policy.allocation.for_team(name) if e.cluster == cluster]:
+            cls = policy.classes.get(cluster, {}).get(e.gpu_class)
+            cap = cls.capacity if cls else 0
+            lines.append(f"  {e.gpu_class} ({cls.resource if cls else '?'}; capacity {cap}):")
+            lines.append(f"    guaranteed {e.guaranteed.show():>9}  from {e.guaranteed.origin}")
+            lines.append(f"    borrow     {e.borrow.show():>9}  from {e.borrow.origin}")
+            lines.append(f"    lend       {e.lend.show():>9}  from {e.lend.origin} (lendable now: {e.lendable})")
+            others = [o for o in policy.allocation.for_class(cluster, e.gpu_class) if o.team != name]
+            lenders = [f"{o.team} ({o.lendable})" for o in others if o.lendable > 0]
+            reclaimers = [o.team for o in others if (o.guaranteed.value or 0) > 0]
+            lines.append(f"    may borrow from: {', '.join(lenders) or 'nobody (no one lends this class)'}")
+            lines.append(f"    borrowed GPUs can be reclaimed by: {', '.join(reclaimers) or 'nobody'}")
+        lines.append("")
+    if tiers:
+        lines.append("priorities (higher preempts lower inside the queue; any queue reclaims what it lent):")
+        for p in tiers:
+            mark = " (default for this team)" if p.name == default_tier else ""
+            lines.append(f"  {p.name:<16} {p.value:>10}{mark}")
+        lines.append("")
+    labels = [f"{LABEL_QUEUE}={name}"] + [f"{k}=<value>" for k in policy.fleet.spec.admission.required_labels]
+    lines.append("a job is admitted only with the labels:")
+    lines += [f"  {label}" for label in labels]
+    lines.append(f"  gpupolicy.dev/data-class one of: {', '.join(sorted(spec.data_classes))}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,339 @@
+"""Stage 1, load: policy files → plain data plus a map from every node to its file:line:col.
+
+ruamel.yaml only *composes* the node graph (safe, YAML 1.2: ``yes`` stays a string); turning
+nodes into Python values is done here so that every hazard becomes a located diagnostic
+instead of an exception: non-UTF-8 bytes, tabs and syntax errors, several documents in one
+file, duplicate keys, unknown tags, merge keys, alias bombs and absurd nesting or size.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from compiler.diagnostics import Diagnostic, Location
+from compiler.rules import define
+
+YamlPath = tuple[str | int, ...]
+
+MAX_FILE_BYTES = 1 << 20  # 1 MiB: a policy file is a page, not a data dump
+MAX_NODES = 100_000  # counted with aliases expanded, so an alias bomb stops here
+MAX_DEPTH = 64
+
+LOAD_SYNTAX = define(
+    "LOAD001",
+    "The file must be well-formed YAML (no tabs for indentation, balanced brackets and quotes).",
+    "spec:\n  department: research",
+    "spec:\n\tdepartment: research   # tab",
+)
+LOAD_ENCODING = define(
+    "LOAD002",
+    "Policy files must be UTF-8 text.",
+    "name: ml  # saved as UTF-8",
+    "name: ml  # saved as Latin-1 with a byte 0xE9",
+)
+LOAD_DOCS = define(
+    "LOAD003",
+    "A policy file holds exactly one YAML document, and it is not empty.",
+    "apiVersion: gpupolicy.dev/v1alpha1\nkind: Team",
+    "kind: Team\n---\nkind: Team",
+)
+LOAD_DUPKEY = define(
+    "LOAD004",
+    "A mapping may not repeat a key (YAML would silently keep the last one).",
+    "guaranteed: 4\nborrow: 2",
+    "guaranteed: 4\nguaranteed: 8",
+)
+LOAD_TAG = define(
+    "LOAD005",
+    "Only plain YAML types are allowed: no custom tags, binary, sets or merge keys (`<<`).",
+    "owners: ['@acme/ml']",
+    "owners: !!python/object:os.system ls",
+)
+LOAD_LIMIT = define(
+    "LOAD006",
+    "Files stay within the loader's limits (1 MiB, 100,000 nodes with aliases expanded, "
+    "nesting depth 64), so an alias bomb or runaway file is refused, not expanded.",
+    "a: &x [1, 2]\nb: *x",
+    "a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]   # ... doubling 30 times",
+)
+LOAD_KEY = define(
+    "LOAD007",
+    "Mapping keys are plain strings.",
+    "budgets: []",
+    "? [a, b]\n: 1",
+)
+LOAD_MISSING = define(
+    "LOAD008",
+    "The policy directory has a fleet file (fleet.yaml) and only .yaml files under teams/.",
+    "policies/fleet.yaml\npolicies/teams/ml.yaml",
+    "policies/teams/ml.yaml   # no fleet.yaml",
+)
+
+
+@dataclass
+class SourceFile:
+    """One loaded policy file: its data and where each node came from."""
+
+    path: str  # display path, repo-relative (e.g. policies/teams/ml.yaml)
+    text: str
+    data: Any
+    # 1-based (line, col) of each value node, and of each mapping key, by path.
+    positions: dict[YamlPath, tuple[int, int]] = field(default_factory=dict)
+    key_positions: dict[YamlPath, tuple[int, int]] = field(default_factory=dict)
+
+    def locate(self, path: YamlPath, *, key: bool = False) -> Location:
+        """Position of ``path``, or of its nearest ancestor that exists."""
+        p = tuple(path)
+        if key and p in self.key_positions:
+            line, col = self.key_positions[p]
+            return Location(self.path, line, col)
+        while p:
+            if p in self.positions:
+                line, col = self.positions[p]
+                return Location(self.path, line, col)
+            p = p[:-1]
+        return Location(self.path, *self.positions.get((), (1, 1)))
+
+
+_INT = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")
+
+
+class _Converter:
+    def __init__(self, src: SourceFile, diags: list[Diagnostic]) -> None:
+        self.src = src
+        self.diags = diags
+        self.count = 0
+        self.aborted = False
+
+    def loc(self, node: Node) -> Location:
+        return Location(self.src.path, node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def convert(self, node: Node, path: YamlPath, depth: int) -> Any:
+        if self.aborted:
+            return None
+        self.count += 1
+        if self.count > MAX_NODES or depth > MAX_DEPTH:
+            self.aborted = True
+            what = f"more than {MAX_NODES} nodes" if self.count > MAX_NODES else f"nesting deeper than {MAX_DEPTH}"
+            self.diags.append(
+                LOAD_LIMIT.diag(
+                    f"file has {what} (aliases expanded); refusing to load it",
+                    self.loc(node),
+                    hint="an alias/anchor chain that doubles at each level is a YAML bomb; write the values out",
+                )
+            )
+            return None
+        self.src.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        tag = str(getattr(node.tag, "value", node.tag) or "")
+        if isinstance(node, MappingNode):
+            return self.mapping(node, path, depth, tag)
+        if isinstance(node, SequenceNode):
+            if tag not in ("tag:yaml.org,2002:seq", "", "!"):
+                self.bad_tag(node, tag)
+            return [self.convert(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
+        assert isinstance(node, ScalarNode)
+        return self.scalar(node, tag)
+
+    def mapping(self, node: MappingNode, path: YamlPath, depth: int, tag: str) -> dict[str, Any]:
+        if tag not in ("tag:yaml.org,2002:map", "", "!"):
+            self.bad_tag(node, tag)
+        out: dict[str, Any] = {}
+        seen: dict[str, Node] = {}
+        for knode, vnode in node.value:
+            ktag = str(getattr(knode.tag, "value", knode.tag) or "")
+            if ktag == "tag:yaml.org,2002:merge":
+                self.diags.append(
+                    LOAD_TAG.diag("merge keys (`<<`) are not allowed", self.loc(knode),
+                                  hint="write the keys out; merges hide where a value comes from")
+                )
+                continue
+            if not isinstance(knode, ScalarNode):
+                self.diags.append(LOAD_KEY.diag("mapping key is not a plain string", self.loc(knode)))
+                continue
+            key = str(knode.value)
+            if key in seen:
+                first = seen[key].start_mark.line + 1
+                self.diags.append(
+                    LOAD_DUPKEY.diag(
+                        f"duplicate key {key!r} (first defined on line {first})",
+                        self.loc(knode),
+                        hint="remove one of them; YAML would silently keep the last",
+                        path=".".join(str(p) for p in path + (key,)),
+                    )
+                )
+                continue
+            seen[key] = knode
+            self.src.key_positions[path + (key,)] = (knode.start_mark.line + 1, knode.start_mark.column + 1)
+            out[key] = self.convert(vnode, path + (key,), depth + 1)
+        return out
+
+    def scalar(self, node: ScalarNode, tag: str) -> Any:
+        value = str(node.value)
+        if tag == "tag:yaml.org,2002:str" or tag == "!":
+            return value
+        if tag == "tag:yaml.org,2002:null":
+            return None
+        if tag == "tag:yaml.org,2002:bool":
+            return value.lower() == "true"
+        if tag == "tag:yaml.org,2002:int":
+            try:
+                clean = value.replace("_", "")
+                if _INT.match(value):
+                    return int(clean)
+                return int(clean, 0)
+            except ValueError:
+                return value
+        if tag == "tag:yaml.org,2002:float":
+            low = value.lower().replace("_", "")
+            if low in (".inf", "+.inf"):
+                return math.inf
+            if low == "-.inf":
+                return -math.inf
+            if low == ".nan":
+                return math.nan
+            try:
+                return float(low)
+            except ValueError:
+                return value
+        if tag == "tag:yaml.org,2002:timestamp":
+            return value  # dates stay text; no policy field is a timestamp
+        self.bad_tag(node, tag)
+        return value
+
+    def bad_tag(self, node: Node, tag: str) -> None:
+        self.diags.append(
+            LOAD_TAG.diag(f"tag {tag!r} is not allowed in policy files", self.loc(node),
+                          hint="remove the tag; policy files use plain maps, lists and scalars")
+        )
+
+
+def load_text(display_path: str, raw: bytes) -> tuple[SourceFile | None, list[Diagnostic]]:
+    """Parse one file's bytes. Returns the source (None if unusable) and its diagnostics."""
+    whole = Location(display_path, 1, 1)
+    if len(raw) > MAX_FILE_BYTES:
+        return None, [LOAD_LIMIT.diag(f"file is {len(raw)} bytes, over the limit of {MAX_FILE_BYTES}", whole)]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        return None, [
+            LOAD_ENCODING.diag(
+                f"byte 0x{raw[exc.start]:02X} at offset {exc.start} is not valid UTF-8",
+                Location(display_path, line, col),
+                hint="save the file as UTF-8",
+            )
+        ]
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    src = SourceFile(display_path, text, None)
+    yaml = YAML(typ="safe", pure=True)
+    try:
+        docs = list(yaml.compose_all(text))
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        loc = Location(display_path, mark.line + 1, mark.column + 1) if mark else whole
+        problem = (exc.problem or str(exc)).strip()
+        hint = "indent with spaces, not tabs" if "\\t" in problem or "'\\t'" in problem or "\t" in problem else None
+        if exc.context:
+            problem = f"{exc.context.strip()}: {problem}"
+        return None, [LOAD_SYNTAX.diag(f"YAML syntax error: {problem}", loc, hint=hint)]
+    except YAMLError as exc:
+        return None, [LOAD_SYNTAX.diag(f"YAML error: {exc}", whole)]
+    docs = [d for d in docs if d is not None]
+    if not docs:
+        return None, [LOAD_DOCS.diag("file is empty", whole, hint="start with apiVersion and kind")]
+    if len(docs) > 1:
+        second = docs[1]
+        return None, [
+            LOAD_DOCS.diag(
+                f"file holds {len(docs)} YAML documents; a policy file holds exactly one",
+                Location(display_path, second.start_mark.line + 1, second.start_mark.column + 1),
+                hint="split them into separate files (one team per file under teams/)",
+            )
+        ]
+    diags: list[Diagnostic] = []
+    conv = _Converter(src, diags)
+    src.data = conv.convert(docs[0], (), 0)
+    if conv.aborted:
+        return None, diags
+    return src, diags
+
+
+def load_file(path: Path, display_path: str) -> tuple[SourceFile | None, list[Diagnostic]]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, [LOAD_MISSING.diag(f"cannot read file: {exc.strerror}", Location(display_path))]
+    return load_text(display_path, raw)
+
+
+@dataclass
+class PolicySources:
+    fleet: SourceFile | None
+    teams: list[SourceFile]
+
+
+def discover(policy_dir: Path, display_root: Path) -> tuple[list[tuple[Path, str]], list[Diagnostic]]:
+    """The files of a policy directory: ``fleet.yaml`` and ``teams/*.yaml``, sorted by name so
+    that the build does not depend on directory order."""
+    diags: list[Diagnostic] = []
+    files: list[tuple[Path, str]] = []
+
+    def display(p: Path) -> str:
+        try:
+            return p.resolve().relative_to(display_root.resolve()).as_posix()
+        except ValueError:
+            return p.as_posix()
+
+    fleet = policy_dir / "fleet.yaml"
+    if not fleet.is_file():
+        diags.append(
+            LOAD_MISSING.diag(
+                "no fleet file: the platform's fleet.yaml is missing",
+                Location(display(fleet)),
+                hint=f"create {display(fleet)} with kind: Fleet (clusters, pools, departments)",
+            )
+        )
+    else:
+        files.append((fleet, display(fleet)))
+    teams_dir = policy_dir / "teams"
+    if teams_dir.is_dir():
+        for p in sorted(teams_dir.iterdir(), key=lambda q: q.name):
+            if p.name.startswith("."):
+                continue
+            if p.is_file() and p.suffix == ".yaml":
+                files.append((p, display(p)))
+            elif p.suffix == ".yml" or p.is_dir():
+                diags.append(
+                    LOAD_MISSING.diag(
+                        f"unexpected {'directory' if p.is_dir() else 'file'} {p.name!r} in teams/",
+                        Location(display(p)),
+                        hint="team files are named <team>.yaml, one per team, directly under teams/",
+                    )
+                )
+    return files, diags
+
+
+def load_policy_dir(policy_dir: Path, display_root: Path) -> tuple[PolicySources, list[Diagnostic]]:
+    files, diags = discover(policy_dir, display_root)
+    fleet: SourceFile | None = None
+    teams: list[SourceFile] = []
+    for path, shown in files:
+        src, d = load_file(path, shown)
+        diags.extend(d)
+        if src is None:
+            continue
+        if path.name == "fleet.yaml" and path.parent == policy_dir:
+            fleet = src
+        else:
+            teams.append(src)
+    return PolicySources(fleet, teams), diags

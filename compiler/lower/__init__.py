@@ -1,0 +1,50 @@
+"""Stage 3, lower: the validated ``Policy`` → Kubernetes manifests, by pure passes.
+
+Passes run per cluster (objects derived from the fleet) and per team and cluster (objects
+derived from one team file), so an incremental build can re-run only what a change touches.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from compiler.lower.kueue import lower_cohorts, lower_flavors, lower_priorities, lower_team_queues
+from compiler.lower.namespaces import lower_team_namespaces
+from compiler.manifest import Manifest
+from compiler.policy import Policy, Team
+
+ClusterPass = Callable[[Policy, str], list[Manifest]]
+TeamPass = Callable[[Policy, Team, str], list[Manifest]]
+
+CLUSTER_PASSES: tuple[ClusterPass, ...] = (
+    lower_flavors,
+    lower_cohorts,
+    lower_priorities,
+)
+TEAM_PASSES: tuple[TeamPass, ...] = (
+    lower_team_namespaces,
+    lower_team_queues,
+)
+
+
+def lower_cluster(policy: Policy, cluster: str) -> list[Manifest]:
+    out: list[Manifest] = []
+    for p in CLUSTER_PASSES:
+        out.extend(p(policy, cluster))
+    return out
+
+
+def lower_team(policy: Policy, team: Team, cluster: str) -> list[Manifest]:
+    out: list[Manifest] = []
+    for p in TEAM_PASSES:
+        out.extend(p(policy, team, cluster))
+    return out
+
+
+def lower(policy: Policy) -> list[Manifest]:
+    out: list[Manifest] = []
+    for cluster in sorted(policy.clusters):
+        out.extend(lower_cluster(policy, cluster))
+        for team in policy.teams:
+            out.extend(lower_team(policy, team, cluster))
+    return sorted(out, key=Manifest.sort_key)

@@ -1,0 +1,174 @@
+"""Kueue v1beta2 objects: ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
+WorkloadPriorityClasses, and the manager Configuration (Helm values, not a manifest)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from compiler.allocation import TeamAllocation
+from compiler.classes import GpuClass
+from compiler.lower.common import LABEL_CLASS, LABEL_POOL, LABEL_PURPOSE, LABEL_TEAM, obj, quantity
+from compiler.manifest import Manifest
+from compiler.policy import Policy, Team
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+# GPU nodes are commonly tainted nvidia.com/gpu:NoSchedule (GKE does it automatically; the
+# ExtendedResourceToleration plugin only helps device-plugin pods, not DRA claims).
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def flavor_node_labels(cls: GpuClass) -> dict[str, str]:
+    """Select the class's training pools by compiler-owned labels (never gpu.product)."""
+    pools = cls.training_pools
+    if len(pools) == 1:
+        return {LABEL_POOL: pools[0]}
+    return {LABEL_CLASS: cls.id}
+
+
+def lower_flavors(policy: Policy, cluster: str) -> list[Manifest]:
+    out = []
+    for cls in policy.classes.get(cluster, {}).values():
+        if not cls.training_pools:
+            continue  # serving-only classes never get a flavor: Kueue must not reach them
+        rf = obj(KUEUE_API, "ResourceFlavor", cls.id, labels={LABEL_CLASS: cls.id})
+        rf["spec"] = {"nodeLabels": flavor_node_labels(cls), "tolerations": [dict(GPU_TOLERATION)]}
+        out.append(Manifest(cluster, "kueue", rf, (policy.fleet_src.path,)))
+    return out
+
+
+def used_departments(policy: Policy, cluster: str) -> list[str]:
+    """Departments with a queue on the cluster, plus their ancestors (parents must exist)."""
+    depts = policy.departments
+    need: set[str] = set()
+    for team in policy.teams:
+        if any(b.cluster == cluster for b in team.model.spec.budgets):
+            cur: str | None = team.model.spec.department
+            while cur is not None and cur in depts and cur not in need:
+                need.add(cur)
+                cur = depts[cur].parent
+    return sorted(need)
+
+
+def lower_cohorts(policy: Policy, cluster: str) -> list[Manifest]:
+    out = []
+    depts = policy.departments
+    for name in used_departments(policy, cluster):
+        d = depts[name]
+        co = obj(KUEUE_API, "Cohort", name)
+        spec: dict[str, Any] = {}
+        if d.parent is not None:
+            spec["parentName"] = d.parent
+        spec["fairSharing"] = {"weight": quantity(d.weight)}
+        co["spec"] = spec
+        out.append(Manifest(cluster, "kueue", co, (policy.fleet_src.path,)))
+    return out
+
+
+def lower_priorities(policy: Policy, cluster: str) -> list[Manifest]:
+    out = []
+    for tier in sorted(policy.fleet.spec.priorities, key=lambda p: p.name):
+        wpc = obj(KUEUE_API, "WorkloadPriorityClass", tier.name)
+        wpc["value"] = tier.value
+        if tier.description:
+            wpc["description"] = tier.description
+        out.append(Manifest(cluster, "kueue", wpc, (policy.fleet_src.path,)))
+    return out
+
+
+def _resource_entry(e: TeamAllocation, resource: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": resource, "nominalQuota": e.guaranteed.value or 0}
+    # unset/unlimited -> field absent (Kueue: null = unlimited); 0 and N are written out.
+    if e.borrow.value is not None:
+        entry["borrowingLimit"] = e.borrow.value
+    if e.lend.value is not None:
+        entry["lendingLimit"] = min(e.lend.value, e.guaranteed.value or 0)
+    return entry
+
+
+def resource_groups(policy: Policy, cluster: str, entries: list[TeamAllocation]) -> list[dict[str, Any]]:
+    """One group per resource name; its flavors are the team's classes that use it.
+
+    Kueue requires each flavor to list every covered resource in order and forbids a flavor
+    or resource in two groups; grouping by resource satisfies both by construction."""
+    classes = policy.classes.get(cluster, {})
+    by_resource: dict[str, list[tuple[str, TeamAllocation]]] = defaultdict(list)
+    for e in entries:
+        cls = classes.get(e.gpu_class)
+        if cls is not None and cls.training_pools:
+            by_resource[cls.resource].append((cls.id, e))
+    groups = []
+    for resource in sorted(by_resource):
+        flavors = [
+            {"name": cid, "resources": [_resource_entry(e, resource)]}
+            for cid, e in sorted(by_resource[resource], key=lambda x: x[0])
+        ]
+        groups.append({"coveredResources": [resource], "flavors": flavors})
+    return groups
+
+
+def training_namespaces(team: Team, cluster: str) -> list[str]:
+    return sorted({ns.name for ns in team.model.spec.namespaces if cluster in ns.clusters})
+
+
+def lower_team_queues(policy: Policy, team: Team, cluster: str) -> list[Manifest]:
+    entries = [e for e in policy.allocation.for_team(team.name) if e.cluster == cluster]
+    namespaces = training_namespaces(team, cluster)
+    groups = resource_groups(policy, cluster, entries)
+    if not groups or not namespaces:
+        return []
+    sources = (policy.fleet_src.path, team.path)
+    spec = team.model.spec
+    cq = obj(KUEUE_API, "ClusterQueue", team.name, labels={LABEL_TEAM: team.name})
+    weight = spec.fair_share_weight if spec.fair_share_weight is not None else 1
+    cq["spec"] = {
+        "cohortName": spec.department,
+        "namespaceSelector": {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": namespaces}
+            ]
+        },
+        "queueingStrategy": "BestEffortFIFO",
+        # Reclaim lent quota from any borrower; inside the queue, higher priority preempts lower.
+        "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
+        "fairSharing": {"weight": quantity(weight)},
+        "resourceGroups": groups,
+    }
+    out = [Manifest(cluster, "kueue", cq, sources)]
+    for ns in namespaces:
+        lq = obj(KUEUE_API, "LocalQueue", team.name, namespace=ns,
+                 labels={LABEL_TEAM: team.name, LABEL_PURPOSE: "training"})
+        lq["spec"] = {"clusterQueue": team.name}
+        out.append(Manifest(cluster, "kueue", lq, sources))
+    return out
+
+
+AUDIT_LABELS = ("gpupolicy.dev/team", "gpupolicy.dev/model", "gpupolicy.dev/data-class")
+
+
+def manager_config(policy: Policy, cluster: str) -> dict[str, Any]:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2), delivered as Helm values."""
+    c = policy.clusters[cluster]
+    system = sorted({"kube-system", "kueue-system", *c.system_namespaces})
+    cfg: dict[str, Any] = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": "kueue-system",
+        "manageJobsWithoutQueueName": True,
+        # Only gpupolicy's training namespaces; serving and system namespaces are never managed.
+        "managedJobsNamespaceSelector": {
+            "matchExpressions": [
+                {"key": LABEL_PURPOSE, "operator": "In", "values": ["training"]},
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": system},
+            ]
+        },
+        "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+        "integrations": {
+            "frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "trainer.kubeflow.org/trainjob"],
+            "labelKeysToCopy": sorted(set(AUDIT_LABELS) | set(policy.fleet.spec.admission.required_labels)),
+        },
+        # Queues cover only GPU resources; CPU and memory requests of a GPU job are not blocked
+        # by the absence of CPU quota (README: "CPU and memory").
+        "resources": {"quotaCheckStrategy": "IgnoreUndeclared"},
+    }
+    return cfg

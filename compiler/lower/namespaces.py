@@ -1,0 +1,39 @@
+"""Namespaces of each team on each cluster, labelled for Kueue, admission and audits."""
+
+from __future__ import annotations
+
+from compiler.lower.common import (
+    DATA_CLASS_PREFIX,
+    LABEL_DEPARTMENT,
+    LABEL_PURPOSE,
+    LABEL_TEAM,
+    obj,
+)
+from compiler.manifest import Manifest
+from compiler.policy import Policy, Team
+from compiler.validate.semantic import serving_namespace
+
+
+def team_namespaces(team: Team, cluster: str) -> list[tuple[str, str]]:
+    """(namespace, purpose) of a team on one cluster: training namespaces, then serving."""
+    spec = team.model.spec
+    out = [(ns.name, "training") for ns in spec.namespaces if cluster in ns.clusters]
+    if any(s.cluster == cluster for s in spec.serving):
+        out.append((serving_namespace(team.name, spec.serving_namespace), "serving"))
+    return sorted(set(out))
+
+
+def lower_team_namespaces(policy: Policy, team: Team, cluster: str) -> list[Manifest]:
+    spec = team.model.spec
+    out = []
+    for name, purpose in team_namespaces(team, cluster):
+        labels = {
+            LABEL_TEAM: team.name,
+            LABEL_DEPARTMENT: spec.department,
+            LABEL_PURPOSE: purpose,
+        }
+        for dc in sorted(spec.data_classes):
+            labels[DATA_CLASS_PREFIX + dc] = "true"
+        ns = obj("v1", "Namespace", name, labels=labels)
+        out.append(Manifest(cluster, "namespaces", ns, (policy.fleet_src.path, team.path)))
+    return out

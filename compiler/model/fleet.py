@@ -1,0 +1,218 @@
+"""The platform team's fleet file (``policies/fleet.yaml``, kind ``Fleet``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Union
+
+from pydantic import AfterValidator, Field, HttpUrl
+
+from compiler.catalog import GpuModelSpec
+from compiler.model.common import (
+    Amount,
+    Count,
+    DnsLabel,
+    LabelKey,
+    LabelValue,
+    Metadata,
+    Strict,
+)
+
+_KUBE_VERSION = re.compile(r"^1\.(\d{1,2})$")
+
+
+def _kube_version(v: str) -> str:
+    m = _KUBE_VERSION.match(v)
+    if not m or not 20 <= int(m.group(1)) <= 40:
+        raise ValueError(f"{v!r} is not a Kubernetes minor version such as '1.34'")
+    return v
+
+
+KubeVersion = Annotated[str, AfterValidator(_kube_version)]
+SemVer = Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")]
+ImageRef = Annotated[str, Field(pattern=r"^[a-z0-9.\-/:_]+(@sha256:[a-f0-9]{64})?$", max_length=255)]
+Owner = Annotated[str, Field(pattern=r"^(@[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?|[^@\s]+@[^@\s]+\.[a-z]+)$")]
+
+
+class Versions(Strict):
+    """Pinned versions of what gpupolicy installs; each may be overridden per cluster."""
+
+    kueue: SemVer | None = None
+    gpu_operator: SemVer | None = None
+    dra_driver: SemVer | None = None
+    vllm_image: ImageRef | None = None
+
+
+class FullCut(Strict):
+    """Whole cards: one ``nvidia.com/gpu`` per device."""
+
+    mode: Literal["full"]
+
+
+class MigDevices(Strict):
+    """``gpus`` devices of a node cut into these profile counts (devices may differ in a node)."""
+
+    gpus: Annotated[int, Field(ge=1, le=16)]
+    profiles: dict[str, Annotated[int, Field(ge=1, le=7)]]
+
+
+class MigCut(Strict):
+    """MIG partitions: a named mig-parted layout or explicit per-device profile counts."""
+
+    mode: Literal["mig"]
+    layout: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.+-]*$", max_length=63)] | None = None
+    devices: list[MigDevices] | None = None
+    strategy: Literal["single", "mixed"] = "mixed"
+
+
+class TimeSlicingCut(Strict):
+    """Time-slicing: every GPU advertised ``replicas`` times; no memory or fault isolation."""
+
+    mode: Literal["timeslicing"]
+    replicas: Annotated[int, Field(ge=2, le=64)]
+    rename_by_default: bool = True
+    fail_requests_greater_than_one: bool = True
+
+
+class MpsCut(Strict):
+    """CUDA MPS: ``replicas`` clients per GPU with per-client memory and compute limits."""
+
+    mode: Literal["mps"]
+    replicas: Annotated[int, Field(ge=2, le=48)]
+    rename_by_default: bool = True
+
+
+Cut = Annotated[Union[FullCut, MigCut, TimeSlicingCut, MpsCut], Field(discriminator="mode")]
+
+
+class KarpenterPool(Strict):
+    node_class: DnsLabel
+    instance_types: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")]] = []
+    capacity_type: Literal["on-demand", "spot", "reserved"] = "on-demand"
+
+
+class NodePool(Strict):
+    name: DnsLabel
+    model: DnsLabel
+    nodes: Annotated[int, Field(ge=1, le=10_000)]
+    gpus_per_node: Annotated[int, Field(ge=1, le=16)]
+    cut: Cut
+    serving: bool = False
+    driver: Annotated[str, Field(pattern=r"^\d{3}(\.\d+)*$")] | None = None
+    node_labels: dict[LabelKey, LabelValue] = {}
+    karpenter: KarpenterPool | None = None
+
+
+class MultiKueueRole(Strict):
+    role: Literal["manager", "worker"]
+    workers: list[DnsLabel] = []
+    kubeconfig_secret: DnsLabel | None = None
+
+
+class Cluster(Strict):
+    name: DnsLabel
+    kubernetes_version: KubeVersion
+    api_server: HttpUrl
+    region: Annotated[str, Field(pattern=r"^[a-z0-9-]+$", max_length=63)]
+    residency: DnsLabel
+    provisioner: Literal["none", "karpenter", "cluster-api"] = "none"
+    dra: bool = False
+    versions: Versions = Versions()
+    system_namespaces: list[DnsLabel] = []
+    multikueue: MultiKueueRole | None = None
+    pools: list[NodePool] = []
+
+
+class BudgetDefaults(Strict):
+    """Defaults for team budgets: unset here means 'fall through to the next level'."""
+
+    guaranteed: Count | None = None
+    borrow: Amount | None = None
+    lend: Amount | None = None
+
+
+class DepartmentCap(Strict):
+    cluster: DnsLabel
+    class_: Annotated[str, Field(alias="class")]
+    max: Count
+
+
+class Department(Strict):
+    name: DnsLabel
+    parent: DnsLabel | None = None
+    weight: Annotated[float, Field(ge=0, le=1_000_000)] = 1.0
+    caps: list[DepartmentCap] = []
+    defaults: BudgetDefaults | None = None
+
+
+class PriorityTier(Strict):
+    name: DnsLabel
+    value: Annotated[int, Field(ge=-2_147_483_648, le=1_000_000_000)]
+    description: Annotated[str, Field(max_length=2048)] | None = None
+    default: bool = False
+
+
+class DataClass(Strict):
+    name: DnsLabel
+    description: Annotated[str, Field(max_length=2048)] | None = None
+    residency: list[DnsLabel] | None = None  # allowed residency zones; unset = anywhere
+
+
+Mode = Literal["Deny", "Warn", "Audit"]
+
+
+class AdmissionModes(Strict):
+    required_labels: Mode = "Deny"
+    queue_name: Mode = "Deny"
+    serving_isolation: Mode = "Deny"
+    backstop: Mode = "Deny"
+
+
+class Admission(Strict):
+    required_labels: list[LabelKey] = [
+        "gpupolicy.dev/team",
+        "gpupolicy.dev/model",
+        "gpupolicy.dev/data-class",
+    ]
+    allowed_values: dict[LabelKey, list[LabelValue]] = {}
+    modes: AdmissionModes = AdmissionModes()
+    exempt_namespaces: list[DnsLabel] = []
+
+
+class GitOps(Strict):
+    repo_url: Annotated[str, Field(pattern=r"^(https://|ssh://|git@)[^\s]+$", max_length=512)]
+    revision: Annotated[str, Field(pattern=r"^[A-Za-z0-9._/-]+$", max_length=255)] = "main"
+    path: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$")] = "out"
+    argocd_namespace: DnsLabel = "argocd"
+    project: DnsLabel = "gpupolicy"
+
+
+class Platform(Strict):
+    owners: Annotated[list[Owner], Field(min_length=1)]
+    groups: list[Annotated[str, Field(min_length=1, max_length=253)]] = []
+
+
+class Defaults(Strict):
+    budget: BudgetDefaults = BudgetDefaults()
+    priority: DnsLabel | None = None
+    serving_priority_value: Annotated[int, Field(ge=1, le=1_000_000_000)] = 1_000_000
+
+
+class FleetSpec(Strict):
+    platform: Platform
+    versions: Versions = Versions()
+    gitops: GitOps
+    catalog: dict[DnsLabel, GpuModelSpec] = {}
+    clusters: Annotated[list[Cluster], Field(min_length=1, max_length=100)]
+    departments: Annotated[list[Department], Field(min_length=1, max_length=1000)]
+    priorities: list[PriorityTier] = []
+    data_classes: Annotated[list[DataClass], Field(min_length=1)]
+    admission: Admission = Admission()
+    defaults: Defaults = Defaults()
+
+
+class FleetFile(Strict):
+    api_version: Literal["gpupolicy.dev/v1alpha1"]
+    kind: Literal["Fleet"]
+    metadata: Metadata
+    spec: FleetSpec

@@ -1,0 +1,69 @@
+"""A pool's cut resolved against the GPU catalog: MIG layouts → instances per node, checked.
+
+The MIG geometry itself (profiles, packing, strategies) lives in ``compiler.mig``; this module
+only connects a ``NodePool`` of the fleet file to it and places the problems in the file.
+"""
+
+from __future__ import annotations
+
+from compiler.catalog import Catalog
+from compiler.diagnostics import Diagnostic
+from compiler.load import SourceFile, YamlPath
+from compiler.mig import MigProblem, check_pool_layout, instances, resolve_layout
+from compiler.model.fleet import MigCut, NodePool
+from compiler.rules import define
+
+MIG_SHAPE = define(
+    "MIG010",
+    "A MIG cut names either a layout or per-device profiles, and the devices add up to the node's GPUs.",
+    "cut: {mode: mig, devices: [{gpus: 8, profiles: {3g.40gb: 2}}]}   # gpusPerNode: 8",
+    "cut: {mode: mig, devices: [{gpus: 4, profiles: {3g.40gb: 2}}]}   # gpusPerNode: 8",
+)
+
+
+def pool_mig_devices(pool: NodePool, catalog: Catalog) -> tuple[list[dict[str, int]] | None, list[MigProblem], str]:
+    """Per-GPU profile counts for one node of a MIG pool, the problems, and the key they concern."""
+    cut = pool.cut
+    assert isinstance(cut, MigCut)
+    model = catalog.get(pool.model)
+    if model is None:
+        return None, [], "model"  # reported as an unknown reference by the semantic checks
+    if cut.layout is not None:
+        resolved = resolve_layout(model, cut.layout, driver=pool.driver, gpus=pool.gpus_per_node)
+        if isinstance(resolved, MigProblem):
+            return None, [resolved], "layout"
+        devices = resolved
+        where = "layout"
+    else:
+        devices = []
+        for group in cut.devices or []:
+            devices += [dict(group.profiles) for _ in range(group.gpus)]
+        where = "devices"
+    problems = check_pool_layout(model, devices, cut.strategy, driver=pool.driver)
+    return devices, problems, where
+
+
+def pool_mig_instances(
+    pool: NodePool, catalog: Catalog, src: SourceFile, base: YamlPath
+) -> tuple[dict[str, int] | None, list[Diagnostic]]:
+    """MIG instances per node by profile (None for non-MIG pools or broken layouts)."""
+    cut = pool.cut
+    if not isinstance(cut, MigCut):
+        return None, []
+    cut_path = base + ("cut",)
+    if (cut.layout is None) == (cut.devices is None):
+        return None, [MIG_SHAPE.diag(f"pool {pool.name!r}: give exactly one of cut.layout and cut.devices",
+                                     src.locate(cut_path), hint="e.g. layout: all-balanced")]
+    if cut.devices is not None:
+        total = sum(g.gpus for g in cut.devices)
+        if total != pool.gpus_per_node:
+            return None, [MIG_SHAPE.diag(
+                f"pool {pool.name!r}: cut.devices describe {total} GPUs but a node has {pool.gpus_per_node}",
+                src.locate(cut_path + ("devices",)),
+                hint="list every GPU of the node: MIG Manager leaves unlisted GPUs as they were")]
+    devices, problems, where = pool_mig_devices(pool, catalog)
+    loc = src.locate(cut_path + (where,) if where != "model" else base + ("model",))
+    diags = [p.diagnostic(loc, path=".".join(str(p) for p in cut_path)) for p in problems]
+    if devices is None or any(p.severity.value == "error" for p in problems):
+        return None, diags
+    return instances(devices), diags

@@ -1,0 +1,108 @@
+"""The pipeline as data: load → validate → lower → verify → emit → report.
+
+``compile_policies`` runs every stage in memory and returns what each produced; the CLI
+decides what to write. Nothing here touches ``out/``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compiler.codeowners import render_codeowners
+from compiler.diagnostics import Diagnostic, has_errors
+from compiler.emit import render_tree
+from compiler.load import load_policy_dir
+from compiler.lower import lower
+from compiler.manifest import Manifest
+from compiler.policy import Policy
+from compiler.report import render_json, render_markdown
+from compiler.schemas import render_schemas
+from compiler.validate import build_policy
+
+
+@dataclass
+class Options:
+    root: Path  # repository root: display paths are relative to it
+    policy_dir: Path
+    out_dir: Path
+    crds: Path | None = None
+    strict: bool = False
+    verify: bool = True
+
+
+@dataclass
+class Result:
+    policy: Policy | None = None
+    manifests: list[Manifest] = field(default_factory=list)
+    out_files: dict[str, bytes] = field(default_factory=dict)  # relative to out/
+    repo_files: dict[str, bytes] = field(default_factory=dict)  # relative to the root
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    verify_stats: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.policy is not None and not has_errors(self.diagnostics)
+
+
+def default_crds(root: Path) -> Path | None:
+    env = os.environ.get("GPUPOLICY_CRDS")
+    if env:
+        return Path(env)
+    for cand in (root.parent / "shared" / "crds", root / ".." / "shared" / "crds"):
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def compile_policies(opts: Options) -> Result:
+    res = Result()
+    t = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal t
+        now = time.perf_counter()
+        res.timings[stage] = res.timings.get(stage, 0.0) + now - t
+        t = now
+
+    sources, diags = load_policy_dir(opts.policy_dir, opts.root)
+    res.diagnostics.extend(diags)
+    lap("load")
+    policy, diags = build_policy(sources)
+    res.diagnostics.extend(diags)
+    lap("validate")
+    if policy is None or has_errors(res.diagnostics):
+        return res
+    res.policy = policy
+    res.manifests = lower(policy)
+    lap("lower")
+    if opts.verify:
+        from compiler.verify_stage import run_verify
+
+        diags, stats = run_verify(policy, res.manifests, opts.crds, strict=opts.strict)
+        res.diagnostics.extend(diags)
+        res.verify_stats = stats
+        lap("verify")
+        if has_errors(res.diagnostics, strict=opts.strict):
+            return res
+    files = render_tree(res.manifests)
+    files["REPORT.md"] = render_markdown(policy)
+    files["allocation.json"] = render_json(policy)
+    res.out_files = files
+    policy_rel = _rel(opts.policy_dir, opts.root)
+    out_rel = _rel(opts.out_dir, opts.root)
+    res.repo_files[".github/CODEOWNERS"] = render_codeowners(policy, res.manifests, policy_rel, out_rel)
+    for name, data in render_schemas().items():
+        res.repo_files[f"schemas/{name}"] = data
+    lap("emit")
+    return res

@@ -1,0 +1,56 @@
+"""The validated policy as one typed object: files, models, derived GPU classes, allocation.
+
+Built once after schema validation; semantic checks, lowering and reports all read it and
+never touch files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from compiler.allocation import Allocation
+from compiler.catalog import Catalog
+from compiler.classes import GpuClass
+from compiler.load import SourceFile
+from compiler.model.fleet import Cluster, Department, FleetFile
+from compiler.model.team import TeamFile
+
+
+@dataclass(frozen=True)
+class Team:
+    model: TeamFile
+    src: SourceFile
+
+    @property
+    def name(self) -> str:
+        return self.model.metadata.name
+
+    @property
+    def path(self) -> str:
+        return self.src.path
+
+
+@dataclass(frozen=True)
+class Policy:
+    fleet: FleetFile
+    fleet_src: SourceFile
+    teams: tuple[Team, ...]
+    catalog: Catalog
+    # cluster name -> class id -> class, both in sorted order
+    classes: dict[str, dict[str, GpuClass]] = field(default_factory=dict)
+    allocation: Allocation = field(default_factory=Allocation)
+
+    @property
+    def clusters(self) -> dict[str, Cluster]:
+        return {c.name: c for c in self.fleet.spec.clusters}
+
+    @property
+    def departments(self) -> dict[str, Department]:
+        return {d.name: d for d in self.fleet.spec.departments}
+
+    def team(self, name: str) -> Team | None:
+        return next((t for t in self.teams if t.name == name), None)
+
+    @property
+    def source_paths(self) -> tuple[str, ...]:
+        return (self.fleet_src.path, *(t.path for t in self.teams))

@@ -1,0 +1,65 @@
+"""Stage 2, validate: schema per file, then the policy graph as a whole."""
+
+from __future__ import annotations
+
+from compiler.allocation import build_allocation
+from compiler.catalog import Catalog, builtin_catalog
+from compiler.classes import derive_classes
+from compiler.diagnostics import Diagnostic, has_errors
+from compiler.load import PolicySources
+from compiler.partition import pool_mig_instances
+from compiler.policy import Policy, Team
+from compiler.validate.schema import parse_fleet, parse_team
+from compiler.validate.semantic import run_checks
+
+MAX_TEAMS = 5000
+
+
+def build_policy(sources: PolicySources) -> tuple[Policy | None, list[Diagnostic]]:
+    """Schema-check every file, assemble the ``Policy`` and run the semantic rules.
+
+    Returns ``None`` when the files are too broken to assemble a policy; all diagnostics found
+    so far are returned either way (one bad team file never hides another's problems)."""
+    diags: list[Diagnostic] = []
+    fleet = None
+    if sources.fleet is not None:
+        fleet, d = parse_fleet(sources.fleet)
+        diags.extend(d)
+    teams: list[Team] = []
+    for src in sources.teams:
+        model, d = parse_team(src)
+        diags.extend(d)
+        if model is not None:
+            teams.append(Team(model, src))
+    if fleet is None or sources.fleet is None or has_errors(diags):
+        return None, diags
+    if len(teams) > MAX_TEAMS:
+        from compiler.load import LOAD_LIMIT
+
+        diags.append(LOAD_LIMIT.diag(f"{len(teams)} team files, over the limit of {MAX_TEAMS}",
+                                     sources.fleet.locate(())))
+        return None, diags
+    teams.sort(key=lambda t: (t.name, t.path))
+
+    catalog: Catalog = builtin_catalog().with_models(
+        spec.to_model(model_id) for model_id, spec in sorted(fleet.spec.catalog.items())
+    )
+    classes = {}
+    for ci, cluster in enumerate(fleet.spec.clusters):
+        mig: dict[str, dict[str, int]] = {}
+        for pi, pool in enumerate(cluster.pools):
+            per_node, d = pool_mig_instances(pool, catalog, sources.fleet, ("spec", "clusters", ci, "pools", pi))
+            diags.extend(d)
+            if per_node is not None:
+                mig[pool.name] = per_node
+        classes[cluster.name] = derive_classes(cluster, mig)
+    capacity = {(c, cid): cls.capacity for c, by_id in classes.items() for cid, cls in by_id.items()}
+    allocation = build_allocation(
+        [(t.name, t.model.spec.department, t.path, t.model.spec.budgets) for t in teams],
+        {d.name: d for d in fleet.spec.departments},
+        fleet.spec.defaults.budget,
+        capacity,
+    )
+    policy = Policy(fleet, sources.fleet, tuple(teams), catalog, classes, allocation)
+    diags.extend(run_checks(policy))
+    return policy, diags

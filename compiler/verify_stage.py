@@ -1,0 +1,46 @@
+"""Glue between the pipeline and ``compiler.verify``: which CRDs, which Kubernetes versions."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from compiler.diagnostics import Diagnostic, Location, Severity
+from compiler.manifest import Manifest
+from compiler.policy import Policy
+from compiler.rules import define
+
+NO_CRDS = define(
+    "VERIFY900",
+    "Custom resources are verified against CRDs: pass --crds DIR (or set GPUPOLICY_CRDS).",
+    "gpupolicy build --crds ./crds",
+    "gpupolicy build   # no CRD directory found",
+    Severity.WARNING,
+)
+
+
+@lru_cache(maxsize=4)
+def _registry(path: str) -> Any:
+    from compiler.verify import CrdRegistry
+
+    return CrdRegistry.load(Path(path))
+
+
+def run_verify(
+    policy: Policy, manifests: list[Manifest], crds: Path | None, *, strict: bool
+) -> tuple[list[Diagnostic], dict[str, object]]:
+    from compiler.verify import verify
+
+    diags: list[Diagnostic] = []
+    registry = None
+    if crds is None:
+        diags.append(NO_CRDS.diag("no CRD directory: custom resources were not verified",
+                                  Location(policy.fleet_src.path),
+                                  severity=Severity.ERROR if strict else Severity.WARNING))
+    else:
+        registry = _registry(str(crds.resolve()))
+    versions = {c.name: c.kubernetes_version for c in policy.fleet.spec.clusters}
+    result = verify(manifests, kube_versions=versions, crds=registry, strict=strict)
+    diags.extend(result.diagnostics)
+    return diags, dict(result.stats) if isinstance(result.stats, dict) else {"stats": result.stats}

@@ -1,0 +1,65 @@
+"""Shared fixtures: repository paths, the upstream data beside the repo, the installed CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("GPUPOLICY_SHARED", REPO.parent / "shared"))
+CRDS = Path(os.environ["GPUPOLICY_CRDS"]) if os.environ.get("GPUPOLICY_CRDS") else SHARED / "crds"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/*/expected")
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))
+
+
+@pytest.fixture(scope="session")
+def crds_dir() -> Path:
+    if not CRDS.is_dir():
+        pytest.skip(f"upstream CRDs not found at {CRDS} (set GPUPOLICY_CRDS or place shared/ beside the repo)")
+    return CRDS
+
+
+def gpupolicy_exe() -> str:
+    exe = Path(sys.executable).parent / "gpupolicy"
+    if exe.exists():
+        return str(exe)
+    found = shutil.which("gpupolicy")
+    if not found:
+        pytest.skip("console script gpupolicy is not installed (run `make test`)")
+    return found
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
+    full_env.update(env or {})
+    if CRDS.is_dir():
+        full_env.setdefault("GPUPOLICY_CRDS", str(CRDS))
+    return subprocess.run([gpupolicy_exe(), *args], cwd=cwd, env=full_env, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture
+def demo_repo(tmp_path: Path) -> Path:
+    """A throwaway copy of the repository's policies, out/, schemas/ and CODEOWNERS."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    shutil.copytree(REPO / "policies", root / "policies")
+    for d in ("out", "schemas"):
+        if (REPO / d).is_dir():
+            shutil.copytree(REPO / d, root / d)
+    if (REPO / ".github" / "CODEOWNERS").is_file():
+        (root / ".github").mkdir()
+        shutil.copy(REPO / ".github" / "CODEOWNERS", root / ".github" / "CODEOWNERS")
+    return root

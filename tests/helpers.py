@@ -1,0 +1,52 @@
+"""Builders for tests: compile a policy tree in memory, mutate demo files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from compiler.diagnostics import Diagnostic
+from compiler.pipeline import Options, Result, compile_policies
+
+from conftest import CRDS, REPO
+
+
+def compile_dir(root: Path, *, verify: bool = False, strict: bool = False) -> Result:
+    crds = CRDS if (verify and CRDS.is_dir()) else None
+    return compile_policies(Options(root=root, policy_dir=root / "policies", out_dir=root / "out",
+                                    crds=crds, strict=strict, verify=verify))
+
+
+def copy_demo(tmp: Path) -> Path:
+    root = tmp / "repo"
+    shutil.copytree(REPO / "policies", root / "policies")
+    return root
+
+
+def mutate(root: Path, rel: str, old: str, new: str) -> None:
+    path = root / "policies" / rel
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {rel}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def codes(diags: list[Diagnostic]) -> list[str]:
+    return [d.code for d in diags]
+
+
+def find(diags: list[Diagnostic], code: str) -> Diagnostic:
+    for d in diags:
+        if d.code == code:
+            return d
+    raise AssertionError(f"no {code} among {[(d.code, d.message) for d in diags]}")
+
+
+def line_of(root: Path, rel: str, needle: str, occurrence: int = 1) -> int:
+    """1-based line of the n-th line containing ``needle``."""
+    seen = 0
+    for i, line in enumerate((root / "policies" / rel).read_text().splitlines(), 1):
+        if needle in line:
+            seen += 1
+            if seen == occurrence:
+                return i
+    raise AssertionError(f"{needle!r} not in {rel}")

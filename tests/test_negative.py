@@ -1,0 +1,118 @@
+"""Bad policies: each mutation of the demo organisation yields the expected rule at the expected line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import compile_dir, copy_demo, find, line_of, mutate
+
+# (case, file, old text, new text, rule, line needle (text on the expected line, after mutation))
+CASES = [
+    ("unknown key with hint", "teams/vision.yaml", "  isolation: isolated", "  isolaton: isolated",
+     "SCHEMA001", "isolaton"),
+    ("wrong type", "teams/vision.yaml", "guaranteed: 8", "guaranteed: eight", "SCHEMA002", "guaranteed: eight"),
+    ("negative number", "teams/vision.yaml", "guaranteed: 8", "guaranteed: -8", "SCHEMA002", "guaranteed: -8"),
+    ("absurd number", "teams/vision.yaml", "guaranteed: 8", "guaranteed: 99999999999", "SCHEMA002",
+     "guaranteed: 99999999999"),
+    ("guaranteed unlimited", "teams/vision.yaml", "guaranteed: 8", "guaranteed: unlimited", "SCHEMA002",
+     "guaranteed: unlimited"),
+    ("missing required", "teams/vision.yaml", "  department: research\n", "", "SCHEMA003", "spec:"),
+    ("bad apiVersion", "teams/vision.yaml", "apiVersion: gpupolicy.dev/v1alpha1", "apiVersion: gpupolicy.dev/v9",
+     "SCHEMA004", "apiVersion"),
+    ("wrong kind", "teams/vision.yaml", "kind: Team", "kind: Fleet", "SCHEMA004", "kind: Fleet"),
+    ("bad name", "teams/vision.yaml", "  - name: vision-train", "  - name: Vision_Train", "SCHEMA002",
+     "Vision_Train"),
+    ("path traversal name", "teams/vision.yaml", "  - name: vision-train", "  - name: ../../etc", "SCHEMA002",
+     "../../etc"),
+    ("team file name differs", "teams/vision.yaml", "  name: vision", "  name: vizion", "FLEET003",
+     "name: vizion"),
+    ("unknown department", "teams/vision.yaml", "department: research", "department: reserch", "FLEET002",
+     "department: reserch"),
+    ("unknown cluster", "teams/vision.yaml", "  - cluster: onprem\n      class: a100-80gb-mig-3g.40gb",
+     "  - cluster: onprim\n      class: a100-80gb-mig-3g.40gb", "FLEET002", "cluster: onprim"),
+    ("unknown class", "teams/vision.yaml", "class: a100-80gb-mig-3g.40gb", "class: a100-80gb-mig-3g.20gb",
+     "FLEET002", "class: a100-80gb-mig-3g.20gb"),
+    ("unknown priority", "teams/nlp.yaml", "priority: production", "priority: prod", "FLEET002", "priority: prod"),
+    ("unknown data class", "teams/vision.yaml", "dataClasses: [public, internal]",
+     "dataClasses: [public, secret]", "FLEET002", "dataClasses"),
+    ("isolation contradicts cut", "teams/recsys.yaml", "isolation: isolated", "isolation: exclusive",
+     "FLEET009", None),
+    ("exclusive on time-sliced", "teams/interns.yaml", "isolation: shared", "isolation: exclusive", "FLEET009",
+     "class: l4-ts4"),
+    ("namespace claimed twice", "teams/interns.yaml", "name: interns-sandbox", "name: search-eval", "FLEET004",
+     "clusters: [cloud]"),
+    ("system namespace", "teams/interns.yaml", "name: interns-sandbox", "name: kube-system", "FLEET004",
+     "clusters: [cloud]"),
+    ("residency", "teams/nlp.yaml", "    - cluster: onprem\n      class: h100-80gb",
+     "    - cluster: cloud\n      class: h100-80gb", "FLEET006", "cluster: cloud"),
+    ("over capacity", "teams/nlp.yaml", "guaranteed: 32", "guaranteed: 60", "KUEUE001", "guaranteed: 60"),
+    ("lend over guaranteed", "teams/vision.yaml", "lend: 4", "lend: 12", "KUEUE002", "lend: 12"),
+    ("department cap", "teams/nlp.yaml", "guaranteed: 32", "guaranteed: 48", "KUEUE003", "max: 40"),
+    ("budget twice", "teams/recsys.yaml", "  - cluster: cloud\n    class: h100-80gb",
+     "  - cluster: onprem\n    class: h100-80gb", "KUEUE005", None),
+    ("serving on a training pool", "teams/nlp.yaml", "pool: h200-serve", "pool: h100-train", "SERVE001",
+     "pool: h100-train"),
+    ("unknown model", "fleet.yaml", "model: l4", "model: l5", "FLEET002", "model: l5"),
+    ("dra below 1.34", "fleet.yaml", "      dra: false", "      dra: true", "DRA001", "dra: true"),
+    ("department cycle", "fleet.yaml", "    - name: ai\n      weight: 1",
+     "    - name: ai\n      parent: research\n      weight: 1", "FLEET005", "parent: research"),
+    ("duplicate pool", "fleet.yaml", "name: h100-burst", "name: l4-dev", "FLEET001", "name: l4-dev", ),
+    ("two default priorities", "fleet.yaml", "value: 10\n", "value: 10\n      default: true\n", "FLEET007",
+     None),
+    ("mig profile of another model", "fleet.yaml", "layout: all-balanced", "layout: all-1g.5gb", "MIG", "layout"),
+    ("timeslicing replicas out of range", "fleet.yaml", "replicas: 4", "replicas: 1", "SCHEMA002",
+     "replicas: 1"),
+]
+
+
+@pytest.mark.parametrize(("case", "rel", "old", "new", "rule", "needle"), CASES, ids=[c[0] for c in CASES])
+def test_negative(tmp_path: Path, case: str, rel: str, old: str, new: str, rule: str, needle: str | None) -> None:
+    root = copy_demo(tmp_path)
+    mutate(root, rel, old, new)
+    res = compile_dir(root)
+    assert not res.ok, f"{case}: expected failure"
+    if rule == "MIG":
+        d = next(d for d in res.diagnostics if d.code.startswith("MIG"))
+    else:
+        d = find(res.diagnostics, rule)
+    assert d.location is not None
+    assert d.location.file.endswith(rel), d
+    assert d.location.line > 0 and d.location.col > 0
+    if needle is not None:
+        assert d.location.line == line_of(root, rel, needle), (d.location, d.message)
+    assert d.message
+
+
+def test_all_problems_are_collected(tmp_path: Path) -> None:
+    root = copy_demo(tmp_path)
+    mutate(root, "teams/vision.yaml", "isolation: isolated", "isolaton: isolated")
+    mutate(root, "teams/nlp.yaml", "guaranteed: 32", "guaranteed: -1")
+    res = compile_dir(root)
+    files = {d.location.file for d in res.diagnostics if d.location}
+    assert {"policies/teams/vision.yaml", "policies/teams/nlp.yaml"} <= files
+
+
+def test_did_you_mean(tmp_path: Path) -> None:
+    root = copy_demo(tmp_path)
+    mutate(root, "teams/vision.yaml", "  isolation: isolated", "  isolaton: isolated")
+    d = find(compile_dir(root).diagnostics, "SCHEMA001")
+    assert d.hint == "did you mean 'isolation'?"
+
+
+def test_team_defined_twice(tmp_path: Path) -> None:
+    root = copy_demo(tmp_path)
+    text = (root / "policies/teams/vision.yaml").read_text()
+    (root / "policies/teams/vision2.yaml").write_text(text)
+    res = compile_dir(root)
+    msgs = [d.message for d in res.diagnostics if d.code == "FLEET003"]
+    assert any("also defined in policies/teams/vision.yaml" in m for m in msgs), msgs
+
+
+def test_over_capacity_message_has_numbers(tmp_path: Path) -> None:
+    root = copy_demo(tmp_path)
+    mutate(root, "teams/nlp.yaml", "guaranteed: 32", "guaranteed: 60")
+    d = find(compile_dir(root).diagnostics, "KUEUE001")
+    assert "76" in d.message and "64" in d.message and "nlp 60" in d.message and "recsys 16" in d.message
+    assert d.hint and "12" in d.hint
