@@ -41,7 +41,7 @@ CASES = [
      "FLEET009", None),
     ("exclusive on time-sliced", "teams/interns.yaml", "isolation: shared", "isolation: exclusive", "FLEET009",
      "class: l4-ts4"),
-    ("namespace claimed twice", "teams/interns.yaml", "name: interns-sandbox", "name: search-eval", "FLEET004",
+    ("namespace claimed twice", "teams/search.yaml", "name: search-eval", "name: interns-sandbox", "FLEET004",
      "clusters: [cloud]"),
     ("system namespace", "teams/interns.yaml", "name: interns-sandbox", "name: kube-system", "FLEET004",
      "clusters: [cloud]"),
@@ -49,16 +49,19 @@ CASES = [
      "    - cluster: cloud\n      class: h100-80gb", "FLEET006", "cluster: cloud"),
     ("over capacity", "teams/nlp.yaml", "guaranteed: 32", "guaranteed: 60", "KUEUE001", "guaranteed: 60"),
     ("lend over guaranteed", "teams/vision.yaml", "lend: 4", "lend: 12", "KUEUE002", "lend: 12"),
-    ("department cap", "teams/nlp.yaml", "guaranteed: 32", "guaranteed: 48", "KUEUE003", "max: 40"),
-    ("budget twice", "teams/recsys.yaml", "  - cluster: cloud\n    class: h100-80gb",
-     "  - cluster: onprem\n    class: h100-80gb", "KUEUE005", None),
+    ("department cap", "teams/nlp.yaml", "guaranteed: 32", "guaranteed: 48", "KUEUE003",
+     ("fleet.yaml", "max: 40", 1)),
+    ("budget twice", "teams/recsys.yaml", "- cluster: cloud\n      class: h100-80gb",
+     "- cluster: onprem\n      class: h100-80gb", "KUEUE005", None),
     ("serving on a training pool", "teams/nlp.yaml", "pool: h200-serve", "pool: h100-train", "SERVE001",
      "pool: h100-train"),
     ("unknown model", "fleet.yaml", "model: l4", "model: l5", "FLEET002", "model: l5"),
-    ("dra below 1.34", "fleet.yaml", "      dra: false", "      dra: true", "DRA001", "dra: true"),
+    ("dra below 1.34", "fleet.yaml", "      dra: false", "      dra: true", "DRA001",
+     ("fleet.yaml", "dra: true", 2)),
     ("department cycle", "fleet.yaml", "    - name: ai\n      weight: 1",
      "    - name: ai\n      parent: research\n      weight: 1", "FLEET005", "parent: research"),
-    ("duplicate pool", "fleet.yaml", "name: h100-burst", "name: l4-dev", "FLEET001", "name: l4-dev", ),
+    ("duplicate pool", "fleet.yaml", "name: h100-burst", "name: l4-dev", "FLEET001",
+     ("fleet.yaml", "name: l4-dev", 2)),
     ("two default priorities", "fleet.yaml", "value: 10\n", "value: 10\n      default: true\n", "FLEET007",
      None),
     ("mig profile of another model", "fleet.yaml", "layout: all-balanced", "layout: all-1g.5gb", "MIG", "layout"),
@@ -68,7 +71,8 @@ CASES = [
 
 
 @pytest.mark.parametrize(("case", "rel", "old", "new", "rule", "needle"), CASES, ids=[c[0] for c in CASES])
-def test_negative(tmp_path: Path, case: str, rel: str, old: str, new: str, rule: str, needle: str | None) -> None:
+def test_negative(tmp_path: Path, case: str, rel: str, old: str, new: str, rule: str,
+                  needle: str | tuple[str, str, int] | None) -> None:
     root = copy_demo(tmp_path)
     mutate(root, rel, old, new)
     res = compile_dir(root)
@@ -77,11 +81,12 @@ def test_negative(tmp_path: Path, case: str, rel: str, old: str, new: str, rule:
         d = next(d for d in res.diagnostics if d.code.startswith("MIG"))
     else:
         d = find(res.diagnostics, rule)
+    where, text, occurrence = needle if isinstance(needle, tuple) else (rel, needle, 1)
     assert d.location is not None
-    assert d.location.file.endswith(rel), d
+    assert d.location.file == f"policies/{where}", d
     assert d.location.line > 0 and d.location.col > 0
-    if needle is not None:
-        assert d.location.line == line_of(root, rel, needle), (d.location, d.message)
+    if text is not None:
+        assert d.location.line == line_of(root, where, text, occurrence), (d.location, d.message)
     assert d.message
 
 

@@ -82,17 +82,17 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> YamlPath:
     """Drop pydantic's union-member tags from ``loc`` so it addresses the YAML data."""
     path: list[str | int] = []
     cur = data
-    for part in loc:
+    for i, part in enumerate(loc):
         if isinstance(cur, dict) and isinstance(part, str) and part in cur:
             path.append(part)
             cur = cur[part]
         elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
             path.append(part)
             cur = cur[part]
-        elif isinstance(cur, dict) and isinstance(part, str) and part not in cur:
+        elif isinstance(cur, dict) and isinstance(part, str) and i == len(loc) - 1:
             # a missing or unknown key: keep it so the message names it
             path.append(part)
-            cur = None
+        # anything else is a union member tag (e.g. 'timeslicing', 'int'): not in the data
     return tuple(path)
 
 
