@@ -20,7 +20,7 @@ from compiler.manifest import Manifest
 try:  # the C emitter is ~10x faster; output is byte-identical (tests compare both paths)
     from yaml import CSafeDumper as _Dumper
 except ImportError:  # pragma: no cover - libyaml missing
-    from yaml import SafeDumper as _Dumper  # type: ignore[assignment]
+    from yaml import SafeDumper as _Dumper
 
 
 def dump_yaml(data: Any, *, fast: bool = True) -> str:

@@ -45,8 +45,8 @@ def test_text_format_has_code_frame(demo_repo: Path) -> None:
     f.write_text(f.read_text().replace("  isolation: isolated", "  isolaton: isolated"))
     r = run_cli("validate", cwd=demo_repo)
     assert r.returncode == 1
-    assert "policies/teams/vision.yaml:11:3: error[SCHEMA001] unknown key 'isolaton'" in r.stderr
-    assert "  11 |   isolaton: isolated" in r.stderr
+    assert "policies/teams/vision.yaml:10:3: error[SCHEMA001] unknown key 'isolaton'" in r.stderr
+    assert "  10 |   isolaton: isolated" in r.stderr
     assert "^" in r.stderr and "did you mean 'isolation'?" in r.stderr
     assert "Traceback" not in r.stderr
 
