@@ -140,7 +140,8 @@ SPEC: dict[str, Any] = {
         "memorySlices": 8,
         "maxInstances": 7,
         "profiles": [
-            {"name": "1g.10gb", "computeSlices": 1, "memorySlices": 1, "maxInstances": 7, "placementStarts": [0, 1, 2, 3, 4, 5, 6]},
+            {"name": "1g.10gb", "computeSlices": 1, "memorySlices": 1, "maxInstances": 7,
+             "placementStarts": [0, 1, 2, 3, 4, 5, 6]},
             {"name": "3g.40gb", "computeSlices": 3, "memorySlices": 4, "maxInstances": 2, "placementStarts": [0, 4],
              "driverNames": [{"name": "3g.39gb", "branches": [535]}]},
         ],

@@ -1,0 +1,58 @@
+"""MIG geometry: profile lookup per driver branch, named layouts, placement packing, strategy
+checks and per-node capacity. Rule IDs MIG001-MIG009 are defined in ``compiler.mig.rules``."""
+
+from __future__ import annotations
+
+from compiler.mig.check import (
+    STRATEGIES,
+    ProfileMatch,
+    Strategy,
+    check_device,
+    check_pool_layout,
+    instances,
+    lookup_profile,
+)
+from compiler.mig.layouts import BALANCED, DISABLED, ENABLED, layout_names, resolve_layout
+from compiler.mig.packing import PackResult, Placement, pack
+from compiler.mig.rules import (
+    BAD_DRIVER,
+    COUNT_OVER_MAX,
+    DRIVER_TOO_OLD,
+    EMPTY_DEVICE,
+    NO_PLACEMENT,
+    NOT_MIG_CAPABLE,
+    STRATEGY_MISMATCH,
+    UNKNOWN_LAYOUT,
+    UNKNOWN_PROFILE,
+    MigProblem,
+    to_diagnostics,
+)
+
+__all__ = [
+    "BAD_DRIVER",
+    "BALANCED",
+    "COUNT_OVER_MAX",
+    "DISABLED",
+    "DRIVER_TOO_OLD",
+    "EMPTY_DEVICE",
+    "ENABLED",
+    "NOT_MIG_CAPABLE",
+    "NO_PLACEMENT",
+    "STRATEGIES",
+    "STRATEGY_MISMATCH",
+    "UNKNOWN_LAYOUT",
+    "UNKNOWN_PROFILE",
+    "MigProblem",
+    "PackResult",
+    "Placement",
+    "ProfileMatch",
+    "Strategy",
+    "check_device",
+    "check_pool_layout",
+    "instances",
+    "layout_names",
+    "lookup_profile",
+    "pack",
+    "resolve_layout",
+    "to_diagnostics",
+]
