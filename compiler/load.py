@@ -268,14 +268,6 @@ def load_text(display_path: str, raw: bytes) -> tuple[SourceFile | None, list[Di
     return src, diags
 
 
-def load_file(path: Path, display_path: str) -> tuple[SourceFile | None, list[Diagnostic]]:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return None, [LOAD_MISSING.diag(f"cannot read file: {exc.strerror}", Location(display_path))]
-    return load_text(display_path, raw)
-
-
 @dataclass
 class PolicySources:
     fleet: SourceFile | None
@@ -325,14 +317,31 @@ def discover(policy_dir: Path, display_root: Path) -> tuple[list[tuple[Path, str
 
 def load_policy_dir(policy_dir: Path, display_root: Path) -> tuple[PolicySources, list[Diagnostic]]:
     files, diags = discover(policy_dir, display_root)
+    blobs: list[tuple[str, bytes | None, bool]] = []
+    for path, shown in files:
+        try:
+            raw: bytes | None = path.read_bytes()
+        except OSError as exc:
+            diags.append(LOAD_MISSING.diag(f"cannot read file: {exc.strerror}", Location(shown)))
+            raw = None
+        blobs.append((shown, raw, path.name == "fleet.yaml" and path.parent == policy_dir))
+    sources, more = load_sources(blobs)
+    return sources, diags + more
+
+
+def load_sources(files: list[tuple[str, bytes | None, bool]]) -> tuple[PolicySources, list[Diagnostic]]:
+    """Parse (display path, bytes, is the fleet file) triples; unreadable files are skipped."""
+    diags: list[Diagnostic] = []
     fleet: SourceFile | None = None
     teams: list[SourceFile] = []
-    for path, shown in files:
-        src, d = load_file(path, shown)
+    for shown, raw, is_fleet in files:
+        if raw is None:
+            continue
+        src, d = load_text(shown, raw)
         diags.extend(d)
         if src is None:
             continue
-        if path.name == "fleet.yaml" and path.parent == policy_dir:
+        if is_fleet:
             fleet = src
         else:
             teams.append(src)

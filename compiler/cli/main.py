@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 policy errors (warnings too under --strict), 2 usage or envi
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -84,6 +85,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gpupolicy: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # unreadable or unwritable paths: the environment, not the policy
+        print(f"gpupolicy: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # a compiler bug: say so briefly; the traceback on request
+        if os.environ.get("GPUPOLICY_DEBUG"):
+            raise
+        print(f"gpupolicy: internal error: {type(exc).__name__}: {exc} "
+              "(please report it; GPUPOLICY_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def entrypoint() -> None:
