@@ -52,7 +52,9 @@ RULE_MODULES: tuple[str, ...] = (
     "compiler.catalog",
     "compiler.mig",
     "compiler.partition",
+    "compiler.kueue_config",
     "compiler.validate.semantic",
+    "compiler.serving.checks",
 )
 
 

@@ -40,6 +40,11 @@ def run_verify(
                                   severity=Severity.ERROR if strict else Severity.WARNING))
     else:
         registry = _registry(str(crds.resolve()))
+    from compiler import kueue_config
+    from compiler.lower.kueue import manager_config
+
+    for cluster in sorted(policy.clusters):  # Helm values, not manifests: checked here
+        diags.extend(kueue_config.check(manager_config(policy, cluster), cluster, Location(policy.fleet_src.path)))
     versions = {c.name: c.kubernetes_version for c in policy.fleet.spec.clusters}
     result = verify(manifests, kube_versions=versions, crds=registry, strict=strict)
     diags.extend(result.diagnostics)

@@ -10,6 +10,7 @@ from typing import Callable
 from compiler.cli.render import FORMATS, choose_format
 from compiler.diagnostics import EXIT_OK, EXIT_POLICY, EXIT_USAGE, Diagnostic, exit_code, sort_diagnostics
 from compiler.emit import diff_tree, read_tree, write_file_atomic, write_tree
+from compiler.admit import admit, parse_shape
 from compiler.explain import explain_team
 from compiler.pipeline import Options, Result, compile_policies
 from compiler.report import render_markdown
@@ -110,6 +111,22 @@ def cmd_explain(opts: Options, ns: argparse.Namespace) -> int:
         print(f"gpupolicy: no team {ns.team!r} (known: {known})", file=sys.stderr)
         return EXIT_USAGE
     sys.stdout.write(explain_team(res.policy, ns.team))
+    if ns.job:
+        try:
+            shape = parse_shape(ns.job)
+        except ValueError as exc:
+            print(f"gpupolicy: --job: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        clusters = [ns.cluster] if ns.cluster else sorted({e.cluster for e in res.policy.allocation.for_team(ns.team)})
+        for cluster in clusters:
+            verdict = admit(res.policy, ns.team, cluster, shape)
+            if verdict.admissible:
+                chosen = ", ".join(f"{r} on flavor {f}" for r, f in verdict.flavors) or "no GPU resources"
+                print(f"job {ns.job} on {cluster}: admissible when the cohort is idle ({chosen})")
+            else:
+                print(f"job {ns.job} on {cluster}: not admissible")
+                for reason in verdict.reasons:
+                    print(f"  - {reason}")
     return EXIT_OK
 
 

@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("explain", help="a team's allocation, borrowing, preemption and required labels")
     _common(ex)
     ex.add_argument("team")
+    ex.add_argument("--job", default=None,
+                    help="a job shape to test for admission, e.g. 'h100-80gb=4,cpu=32,memory=256Gi'")
+    ex.add_argument("--cluster", default=None, help="cluster for --job (default: every cluster of the team)")
     rules = sub.add_parser("rules", help="list every rule ID with its summary")
     rules.add_argument("--examples", action="store_true", help="show PASS/FAIL examples")
     return parser

@@ -143,6 +143,8 @@ def lower_team_queues(policy: Policy, team: Team, cluster: str) -> list[Manifest
     return out
 
 
+# Resources Kueue does not account (quota is about GPUs); prefixes, as Kueue matches them.
+EXCLUDED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "hugepages-", "pods")
 AUDIT_LABELS = ("gpupolicy.dev/team", "gpupolicy.dev/model", "gpupolicy.dev/data-class")
 
 
@@ -167,8 +169,9 @@ def manager_config(policy: Policy, cluster: str) -> dict[str, Any]:
             "frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "trainer.kubeflow.org/trainjob"],
             "labelKeysToCopy": sorted(set(AUDIT_LABELS) | set(policy.fleet.spec.admission.required_labels)),
         },
-        # Queues cover only GPU resources; CPU and memory requests of a GPU job are not blocked
-        # by the absence of CPU quota (README: "CPU and memory").
-        "resources": {"quotaCheckStrategy": "IgnoreUndeclared"},
+        # Queues cover only GPU resources. CPU, memory and storage are excluded from quota, and
+        # every other undeclared resource blocks admission: a job asking for a GPU resource its
+        # team has no budget for is never admitted (IgnoreUndeclared would admit it unaccounted).
+        "resources": {"quotaCheckStrategy": "BlockUndeclared", "excludeResourcePrefixes": list(EXCLUDED_RESOURCES)},
     }
     return cfg

@@ -1,0 +1,96 @@
+"""Would Kueue admit a job of a given shape? A best-case replay of Kueue's flavor assignment
+on an idle cluster, for ``gpupolicy explain <team> --job ...`` and for tests.
+
+It answers from the same allocation model as the report: the team's ClusterQueue covers the
+GPU resources of its budgets; each requested GPU resource must fit one flavor's nominal quota
+plus what it may borrow from the rest of the cohort; undeclared resources (CPU, memory) are
+ignored (``excludeResourcePrefixes``), and any other undeclared resource blocks admission
+(``quotaCheckStrategy: BlockUndeclared``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compiler.lower.kueue import manager_config, resource_groups, training_namespaces
+from compiler.policy import Policy
+
+
+@dataclass(frozen=True)
+class Verdict:
+    admissible: bool
+    reasons: tuple[str, ...]
+    flavors: tuple[tuple[str, str], ...] = ()  # (resource, flavor) chosen
+
+
+def parse_shape(text: str) -> dict[str, int]:
+    """``nvidia.com/gpu=4,cpu=32,memory=256Gi`` → GPU-ish counts (CPU/memory kept as 0/1 markers)."""
+    out: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        if not sep or not name:
+            raise ValueError(f"{part!r} is not RESOURCE=AMOUNT")
+        digits = "".join(ch for ch in value if ch.isdigit() or ch == ".")
+        try:
+            amount = float(digits) if digits else -1.0
+        except ValueError:
+            amount = -1.0
+        if amount < 0:
+            raise ValueError(f"{part!r}: amount {value!r} is not a quantity")
+        out[name] = int(amount) if amount.is_integer() else int(amount) + 1
+    return out
+
+
+def admit(policy: Policy, team_name: str, cluster: str, shape: dict[str, int]) -> Verdict:
+    team = policy.team(team_name)
+    if team is None:
+        return Verdict(False, (f"no team {team_name!r}",))
+    if cluster not in policy.clusters:
+        return Verdict(False, (f"no cluster {cluster!r}",))
+    entries = [e for e in policy.allocation.for_team(team_name) if e.cluster == cluster]
+    groups = resource_groups(policy, cluster, entries)
+    if not groups or not training_namespaces(team, cluster):
+        return Verdict(False, (f"{team_name} has no ClusterQueue on {cluster} (no budget or no namespace there)",))
+    resources_cfg = manager_config(policy, cluster).get("resources", {})
+    strategy = resources_cfg.get("quotaCheckStrategy", "BlockUndeclared")
+    excluded = tuple(resources_cfg.get("excludeResourcePrefixes", ()))
+    covered = {r: g for g in groups for r in g["coveredResources"]}
+    reasons: list[str] = []
+    chosen: list[tuple[str, str]] = []
+    classes = policy.classes.get(cluster, {})
+    # a class ID stands for its resource on this cluster (``h100-80gb=4``)
+    shape = {classes[k].resource if k in classes else k: v for k, v in shape.items()}
+    for resource, amount in sorted(shape.items()):
+        if resource.startswith(excluded):
+            continue
+        group = covered.get(resource)
+        if group is None:
+            if strategy == "BlockUndeclared":
+                hint = ""
+                if policy.clusters[cluster].dra and resource.startswith("nvidia.com/"):
+                    hint = "; this cluster allocates GPUs through DRA: use a ResourceClaimTemplate of the class"
+                reasons.append(f"{resource} is not covered by ClusterQueue {team_name} on {cluster} "
+                               f"(covered: {', '.join(sorted(covered))}){hint}")
+            continue
+        fits = None
+        attempts: list[str] = []
+        for flavor in group["flavors"]:
+            res = flavor["resources"][0]
+            nominal = int(res["nominalQuota"])
+            others = [o for o in policy.allocation.for_class(cluster, flavor["name"]) if o.team != team_name]
+            lendable = sum(o.lendable for o in others)
+            limit = res.get("borrowingLimit")
+            borrowable = lendable if limit is None else min(int(limit), lendable)
+            if amount <= nominal + borrowable:
+                fits = flavor["name"]
+                break
+            cls = classes.get(flavor["name"])
+            attempts.append(
+                f"{resource}={amount} does not fit flavor {flavor['name']}: guaranteed {nominal} + borrowable "
+                f"{borrowable} (others lend {lendable}, limit {'none' if limit is None else limit}) = "
+                f"{nominal + borrowable}; physical capacity {cls.capacity if cls else '?'}")
+        if fits is None:
+            reasons += attempts
+        else:
+            chosen.append((resource, fits))
+    return Verdict(not reasons, tuple(reasons), tuple(chosen))
