@@ -47,5 +47,15 @@ def run_verify(
         diags.extend(kueue_config.check(manager_config(policy, cluster), cluster, Location(policy.fleet_src.path)))
     versions = {c.name: c.kubernetes_version for c in policy.fleet.spec.clusters}
     result = verify(manifests, kube_versions=versions, crds=registry, strict=strict)
-    diags.extend(result.diagnostics)
+    found = list(result.diagnostics)
+    if registry is None:
+        # one summary instead of a warning per custom resource
+        unverified = [d for d in found if d.code == "VERIFY009"]
+        found = [d for d in found if d.code != "VERIFY009"]
+        if unverified:
+            diags[0] = NO_CRDS.diag(
+                f"no CRD directory: {len(unverified)} custom resources were not verified",
+                Location(policy.fleet_src.path), severity=Severity.ERROR if strict else Severity.WARNING,
+                hint="pass --crds DIR or set GPUPOLICY_CRDS (README: validating against your cluster's CRDs)")
+    diags.extend(found)
     return diags, dict(result.stats) if isinstance(result.stats, dict) else {"stats": result.stats}
