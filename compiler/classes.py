@@ -45,7 +45,9 @@ def device_plugin_resource(cut: str, *, profile: str | None, rename: bool) -> st
     """Extended-resource name the NVIDIA device plugin advertises for a class (SPEC §9)."""
     if cut == "mig":
         assert profile is not None
-        return f"nvidia.com/mig-{profile}"
+        # k8s-device-plugin internal/rm/rm.go: "mig-" + profile with "+" replaced by "."
+        # (1g.10gb+me -> nvidia.com/mig-1g.10gb.me).
+        return f"nvidia.com/mig-{mig_profile_slug(profile)}"
     if cut in ("timeslicing", "mps") and rename:
         return "nvidia.com/gpu.shared"
     return "nvidia.com/gpu"

@@ -23,8 +23,26 @@ except ImportError:  # pragma: no cover - libyaml missing
     from yaml import SafeDumper as _Dumper
 
 
+class _Fast(_Dumper):  # subclasses: the representer below must not leak into PyYAML's own dumpers
+    pass
+
+
+class _Slow(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: Any, data: str) -> Any:
+    # Embedded files (device-plugin and mig-parted configs in ConfigMaps) read as YAML blocks;
+    # the emitter falls back to quoting when a literal block cannot hold the text exactly.
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
+
+
+for _cls in (_Fast, _Slow):
+    _cls.add_representer(str, _str)
+
+
 def dump_yaml(data: Any, *, fast: bool = True) -> str:
-    dumper = _Dumper if fast else yaml.SafeDumper
+    dumper = _Fast if fast else _Slow
     return yaml.dump(
         data,
         Dumper=dumper,

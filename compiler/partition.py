@@ -20,6 +20,14 @@ MIG_SHAPE = define(
     "cut: {mode: mig, devices: [{gpus: 4, profiles: {3g.40gb: 2}}]}   # gpusPerNode: 8",
 )
 
+MIG_MIXED_ONLY = define(
+    "MIG011",
+    "MIG pools use the mixed strategy: gpupolicy advertises every slice as nvidia.com/mig-<profile> "
+    "cluster-wide (SPEC §9), so a pool cannot ask for single.",
+    "cut: {mode: mig, layout: all-1g.10gb, strategy: mixed}",
+    "cut: {mode: mig, layout: all-1g.10gb, strategy: single}",
+)
+
 
 def pool_mig_devices(pool: NodePool, catalog: Catalog) -> tuple[list[dict[str, int]] | None, list[MigProblem], str]:
     """Per-GPU profile counts for one node of a MIG pool, the problems, and the key they concern."""
@@ -61,9 +69,16 @@ def pool_mig_instances(
                 f"pool {pool.name!r}: cut.devices describe {total} GPUs but a node has {pool.gpus_per_node}",
                 src.locate(cut_path + ("devices",)),
                 hint="list every GPU of the node: MIG Manager leaves unlisted GPUs as they were")]
+    if cut.strategy != "mixed":
+        strategy_diag = [MIG_MIXED_ONLY.diag(
+            f"pool {pool.name!r} asks for the {cut.strategy} MIG strategy; the GPU Operator runs one strategy per "
+            "cluster and gpupolicy uses mixed", src.locate(cut_path + ("strategy",)),
+            hint="remove strategy (mixed is the default); class resources are nvidia.com/mig-<profile>")]
+    else:
+        strategy_diag = []
     devices, problems, where = pool_mig_devices(pool, catalog)
     loc = src.locate(cut_path + (where,) if where != "model" else base + ("model",))
-    diags = [p.diagnostic(loc, path=".".join(str(p) for p in cut_path)) for p in problems]
-    if devices is None or any(p.severity.value == "error" for p in problems):
+    diags = strategy_diag + [p.diagnostic(loc, path=".".join(str(p) for p in cut_path)) for p in problems]
+    if devices is None or strategy_diag or any(p.severity.value == "error" for p in problems):
         return None, diags
     return instances(devices), diags

@@ -17,6 +17,9 @@ LABEL_QUEUE = "kueue.x-k8s.io/queue-name"
 DATA_CLASS_PREFIX = "data-class.gpupolicy.dev/"
 SERVING_TAINT_KEY = "gpupolicy.dev/serving"
 SERVING_NODE_LABEL = "node-restriction.kubernetes.io/gpupolicy-serving"
+# Read by the GPU Operator's device plugin / MIG Manager; written by gpupolicy's node contract.
+LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
+LABEL_MIG_CONFIG = "nvidia.com/mig.config"
 
 
 def obj(

@@ -1,0 +1,218 @@
+"""NVIDIA GPU Operator: device-plugin configs, the custom MIG Manager config, and the chart's values.
+
+What is emitted per cluster (component ``gpu-operator``, namespace ``gpu-operator``):
+
+- ``ConfigMap gpupolicy-device-plugin``: one data key per pool (key = pool name), each a
+  device-plugin config file. Time-sliced and MPS pools get ``sharing`` (renamed to
+  ``nvidia.com/gpu.shared`` by default, SPEC §9); full-card and MIG pools get a key without
+  sharing, so a node's ``nvidia.com/device-plugin.config`` label always names an existing key
+  (an unknown key makes the plugin skip reconfiguration, k8s-device-plugin README).
+- ``ConfigMap gpupolicy-mig-parted`` (key ``config.yaml``) only when a pool lists per-device
+  MIG profiles. A custom config replaces the one MIG Manager generates for every node of the
+  cluster, so it holds every layout the cluster's nodes are labelled with (``all-disabled``,
+  the named layouts such as ``all-balanced`` written out per model with ``device-filter`` on
+  the model's PCI ids, and ``gpupolicy-<pool>`` for per-device layouts). Named layouts alone
+  need no ConfigMap: MIG Manager (GPU Operator >= v26.3) generates them per node.
+- ``gpu_operator_values``: the chart's Helm values, put inline in the cluster's GPU Operator
+  Application. The chart owns the ClusterPolicy; gpupolicy never emits one.
+
+The MIG strategy is ``mixed`` cluster-wide when any pool uses MIG (SPEC §9): the Operator
+passes ``spec.mig.strategy`` to the device plugin and GFD as ``MIG_STRATEGY``, which overrides
+``flags.migStrategy`` in the config files; under ``mixed`` GPUs with MIG disabled are still
+advertised as ``nvidia.com/gpu``, so full-card pools are unaffected.
+
+Driver: pools may declare the driver they run (it decides MIG profile names). No declaration
+keeps the chart's driver; one full version shared by all declaring pools becomes
+``driver.version``; a branch equal to the chart default's branch keeps the chart's driver;
+anything else (another branch without a full version, or pools that disagree) cannot be met
+by the Operator's single driver DaemonSet, so ``driver.enabled: false``: the nodes bring the
+declared driver themselves (pre-installed images, as on-premises and on EKS GPU AMIs).
+
+DRA clusters (``cluster.dra``): the ClusterPolicy stays (chart default, ``deployCR``) with
+``devicePlugin.enabled: false``; GPU and MIG *allocation* belongs to the NVIDIA DRA driver
+(its own chart, ``versions.draDriver``, installed by the GitOps lowering with
+``resources.gpus.enabled`` and ``gpuResourcesEnabledOverride``: its kubelet plugin must not run
+beside the device plugin). MIG *geometry* stays with MIG Manager, a ClusterPolicy operand,
+driven by the same ``nvidia.com/mig.config`` node labels: the DRA driver's GA path allocates
+pre-created ("static") MIG devices, while creating them on demand (DynamicMIG) is an alpha
+feature gate that conflicts with MPS and health checks. GFD and DCGM exporter stay too, so
+the node contract and GPU metrics are the same on both paths. The GPUCluster CR is not used:
+it is a technology preview in v26.7.0, excludes ClusterPolicy (and with it MIG Manager and
+GFD), and cannot be migrated to in place. No device-plugin ConfigMap is emitted there;
+sharing on DRA is a property of claims, not of nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from compiler.catalog import GpuModel, driver_branch
+from compiler.emit import dump_yaml
+from compiler.lower.common import LABEL_DATA_CLASS, LABEL_MODEL, LABEL_TEAM, obj
+from compiler.lower.nodecontract import CUSTOM_LAYOUT_PREFIX, mig_layout
+from compiler.manifest import Manifest
+from compiler.mig import DISABLED
+from compiler.model.fleet import Cluster, MigCut, MpsCut, NodePool, TimeSlicingCut
+from compiler.partition import pool_mig_devices
+from compiler.policy import Policy
+
+NAMESPACE = "gpu-operator"
+DEVICE_PLUGIN_CONFIGMAP = "gpupolicy-device-plugin"
+MIG_PARTED_CONFIGMAP = "gpupolicy-mig-parted"
+DEFAULT_GPU_OPERATOR_VERSION = "v26.7.0"  # SPEC §9 pinned default
+# The driver each chart version installs by default (deployments/gpu-operator/values.yaml).
+CHART_DRIVER: dict[str, str] = {"v26.7.0": "595.91.07"}
+_FULL_DRIVER = re.compile(r"^\d{3}\.\d+\.\d+$")
+
+
+def _sharing(kind: str, replicas: int, rename: bool, fail_gt_one: bool) -> dict[str, Any]:
+    return {kind: {
+        "renameByDefault": rename,
+        "failRequestsGreaterThanOne": fail_gt_one,
+        "resources": [{"name": "nvidia.com/gpu", "replicas": replicas}],
+    }}
+
+
+def device_plugin_config(pool: NodePool) -> dict[str, Any]:
+    """The device-plugin config file of one pool (k8s-device-plugin api/config/v1)."""
+    cut = pool.cut
+    cfg: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": "mixed" if isinstance(cut, MigCut) else "none"}}
+    if isinstance(cut, TimeSlicingCut):
+        cfg["sharing"] = _sharing("timeSlicing", cut.replicas, cut.rename_by_default,
+                                  cut.fail_requests_greater_than_one)
+    elif isinstance(cut, MpsCut):
+        # MPS defaults failRequestsGreaterThanOne to true; written out so the file says so.
+        cfg["sharing"] = _sharing("mps", cut.replicas, cut.rename_by_default, True)
+    return cfg
+
+
+def device_plugin_configs(policy: Policy, cluster: str) -> dict[str, str]:
+    """ConfigMap data: pool name → rendered config file (empty on DRA clusters)."""
+    c = policy.clusters[cluster]
+    if c.dra:
+        return {}
+    return {p.name: dump_yaml(device_plugin_config(p)) for p in sorted(c.pools, key=lambda p: p.name)}
+
+
+def _entries(model: GpuModel, devices: list[dict[str, int]]) -> list[dict[str, Any]]:
+    """mig-parted entries for one model: identical GPUs share one entry (``devices: all``)."""
+    groups: dict[tuple[tuple[str, int], ...], list[int]] = {}
+    for i, device in enumerate(devices):
+        groups.setdefault(tuple(sorted((n, c) for n, c in device.items() if c)), []).append(i)
+    out = []
+    for key, indices in groups.items():
+        entry: dict[str, Any] = {}
+        if model.pci_device_ids:
+            entry["device-filter"] = list(model.pci_device_ids)
+        entry["devices"] = "all" if len(groups) == 1 else indices
+        entry["mig-enabled"] = True
+        entry["mig-devices"] = dict(key)
+        out.append(entry)
+    return out
+
+
+def needs_custom_mig_config(cluster: Cluster) -> bool:
+    return any(isinstance(p.cut, MigCut) and p.cut.layout is None for p in cluster.pools)
+
+
+def mig_parted_config(policy: Policy, cluster: str) -> dict[str, Any] | None:
+    """The custom mig-parted config, or None when MIG Manager's generated one suffices."""
+    c = policy.clusters[cluster]
+    if not needs_custom_mig_config(c):
+        return None
+    layouts: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for pool in sorted(c.pools, key=lambda p: p.name):
+        model = policy.catalog.get(pool.model)
+        name = mig_layout(pool, model)
+        if model is None or name is None or name == DISABLED:
+            continue
+        devices = pool_mig_devices(pool, policy.catalog)[0]
+        if devices is None:
+            continue  # reported by validation; lowering only runs on valid policies
+        # One mig-config per name; models are told apart by device-filter. Two pools of one
+        # model share a named layout only with the same devices, so the first one stands.
+        layouts.setdefault(name, {}).setdefault(model.id, _entries(model, devices))
+    configs: dict[str, Any] = {DISABLED: [{"devices": "all", "mig-enabled": False}]}
+    for name in sorted(layouts):
+        configs[name] = [e for model_id in sorted(layouts[name]) for e in layouts[name][model_id]]
+    return {"version": "v1", "mig-configs": configs}
+
+
+def _driver_values(policy: Policy, c: Cluster) -> dict[str, Any]:
+    declared = sorted({p.driver for p in c.pools if p.driver is not None})
+    if not declared:
+        return {}
+    branches = {driver_branch(d) for d in declared}
+    full = [d for d in declared if _FULL_DRIVER.match(d)]
+    if len(full) == 1 and len(branches) == 1:
+        return {"version": full[0]}
+    chart = CHART_DRIVER.get(operator_version(policy, c))
+    if not full and chart is not None and branches == {driver_branch(chart)}:
+        return {}
+    return {"enabled": False}
+
+
+def operator_version(policy: Policy, c: Cluster) -> str:
+    return c.versions.gpu_operator or policy.fleet.spec.versions.gpu_operator or DEFAULT_GPU_OPERATOR_VERSION
+
+
+def _label_regex(key: str) -> str:
+    return "^" + key.replace(".", "\\.") + "$"
+
+
+def gpu_operator_values(policy: Policy, cluster: str) -> dict[str, Any]:
+    """Helm values for the GPU Operator chart on one cluster (the chart renders the ClusterPolicy)."""
+    c = policy.clusters[cluster]
+    has_mig = any(isinstance(p.cut, MigCut) for p in c.pools)
+    values: dict[str, Any] = {}
+    if c.dra:
+        values["devicePlugin"] = {"enabled": False}
+    elif c.pools:
+        values["devicePlugin"] = {"config": {"name": DEVICE_PLUGIN_CONFIGMAP, "default": ""}}
+    if has_mig:
+        values["mig"] = {"strategy": "mixed"}
+    mig_manager: dict[str, Any] = {}
+    if needs_custom_mig_config(c):
+        mig_manager["config"] = {"name": MIG_PARTED_CONFIGMAP, "default": DISABLED}
+    if has_mig and c.provisioner == "karpenter":
+        # Cloud VMs usually cannot reset a GPU to change MIG mode; MIG Manager must reboot.
+        mig_manager["env"] = [{"name": "WITH_REBOOT", "value": "true"}]
+    if mig_manager:
+        values["migManager"] = mig_manager
+    audit = sorted({LABEL_TEAM, LABEL_MODEL, LABEL_DATA_CLASS, *policy.fleet.spec.admission.required_labels})
+    # Runtime attribution (SPEC §5): GPU metrics carry the workload's team/model/data-class.
+    values["dcgmExporter"] = {"enablePodLabels": True, "podLabelAllowlistRegex": [_label_regex(k) for k in audit]}
+    driver = _driver_values(policy, c)
+    if driver:
+        values["driver"] = driver
+    return values
+
+
+def lower_gpu_operator(policy: Policy, cluster: str) -> list[Manifest]:
+    out: list[Manifest] = []
+    sources = (policy.fleet_src.path,)
+    data = device_plugin_configs(policy, cluster)
+    if data:
+        cm = obj("v1", "ConfigMap", DEVICE_PLUGIN_CONFIGMAP, namespace=NAMESPACE)
+        cm["data"] = data
+        out.append(Manifest(cluster, "gpu-operator", cm, sources))
+    mig = mig_parted_config(policy, cluster)
+    if mig is not None:
+        cm = obj("v1", "ConfigMap", MIG_PARTED_CONFIGMAP, namespace=NAMESPACE)
+        cm["data"] = {"config.yaml": dump_yaml(mig)}
+        out.append(Manifest(cluster, "gpu-operator", cm, sources))
+    return out
+
+
+__all__ = [
+    "CUSTOM_LAYOUT_PREFIX",
+    "DEVICE_PLUGIN_CONFIGMAP",
+    "MIG_PARTED_CONFIGMAP",
+    "NAMESPACE",
+    "device_plugin_config",
+    "device_plugin_configs",
+    "gpu_operator_values",
+    "lower_gpu_operator",
+    "mig_parted_config",
+]

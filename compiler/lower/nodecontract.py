@@ -1,0 +1,248 @@
+"""The node contract: what every node of a pool must carry so the generated objects select it.
+
+Kueue flavors and serving Deployments select nodes by compiler-owned labels (SPEC §9); the
+GPU Operator picks each node's device-plugin config and MIG layout from two more labels. This
+module says, per pool, which labels and taints a node must carry and what the NVIDIA stack
+will report on it once the cut is applied:
+
+- labels: ``gpupolicy.dev/pool=<pool>``; ``gpupolicy.dev/class=<class>`` when the pool
+  provides exactly one GPU class; ``nvidia.com/device-plugin.config=<pool>`` (device-plugin
+  clusters; the key of the pool's entry in the device-plugin ConfigMap);
+  ``nvidia.com/mig.config=<layout>`` on MIG-capable models (``all-disabled`` unless the pool
+  is cut with MIG); serving pools ``node-restriction.kubernetes.io/gpupolicy-serving=<pool>``;
+  plus the pool's own ``nodeLabels``.
+- taints: serving pools ``gpupolicy.dev/serving=<pool>:NoSchedule``.
+- what GPU Feature Discovery writes (``nvidia.com/gpu.product`` per variant, with ``-SHARED``
+  for time-sliced/MPS GPUs that are not renamed; ``nvidia.com/gpu.count`` = physical GPUs;
+  under the ``mixed`` MIG strategy ``gpu.product`` keeps the board name and each profile gets
+  ``nvidia.com/mig-<profile>.product=<product>-MIG-<profile>`` and ``.count``), and the
+  extended resources the device plugin advertises per node (none on DRA clusters).
+
+Clusters provisioned by Karpenter get the contract as NodePools (``compiler.lower.nodes``);
+for the others ``render_node_contract`` writes ``out/reports/<cluster>-node-contract.json``
+and ``gpupolicy nodes`` checks real nodes against ``pool_contracts``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.catalog import GpuModel, gfd_product_label
+from compiler.classes import mig_profile_slug
+from compiler.lower.common import (
+    LABEL_CLASS,
+    LABEL_DEVICE_PLUGIN_CONFIG,
+    LABEL_MIG_CONFIG,
+    LABEL_POOL,
+    SERVING_NODE_LABEL,
+    SERVING_TAINT_KEY,
+)
+from compiler.mig import DISABLED, instances
+from compiler.model.fleet import Cluster, MigCut, MpsCut, NodePool, TimeSlicingCut
+from compiler.partition import pool_mig_devices
+from compiler.policy import Policy
+
+CUSTOM_LAYOUT_PREFIX = "gpupolicy-"  # mig-parted config names for per-device layouts
+GFD_PRODUCT = "nvidia.com/gpu.product"
+GFD_COUNT = "nvidia.com/gpu.count"
+GFD_REPLICAS = "nvidia.com/gpu.replicas"
+GFD_SHARING = "nvidia.com/gpu.sharing-strategy"
+MIG_STATE = "nvidia.com/mig.config.state"
+MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"
+FULL_GPU = "nvidia.com/gpu"
+SHARED_GPU = "nvidia.com/gpu.shared"
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str = "NoSchedule"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"key": self.key, "value": self.value, "effect": self.effect}
+
+
+@dataclass(frozen=True)
+class PoolContract:
+    cluster: str
+    pool: str
+    model: str
+    nodes: int
+    gpus_per_node: int
+    cut: str  # full | mig | timeslicing | mps
+    serving: bool
+    labels: dict[str, str]  # every node carries exactly these values
+    taints: tuple[Taint, ...]
+    products: tuple[str, ...]  # allowed nvidia.com/gpu.product values; () = unknown to the catalog
+    products_complete: bool  # False: some variant's product name is unknown, so others may appear
+    gfd_labels: dict[str, str]  # further labels GFD / MIG Manager write once the cut is applied
+    mig_devices: dict[str, int] = field(default_factory=dict)  # MIG instances per node by profile
+    resources: dict[str, int] = field(default_factory=dict)  # extended resources per node (0 = none)
+    mig_layout: str | None = None
+    device_plugin_config: str | None = None
+
+    def mig_products(self, product: str) -> dict[str, str]:
+        """``nvidia.com/mig-<profile>.product`` values on a node whose board reads ``product``."""
+        return {
+            f"nvidia.com/mig-{mig_profile_slug(p)}.product": f"{product}-MIG-{gfd_product_label(p)}"
+            for p in self.mig_devices
+        }
+
+
+def custom_layout_name(pool: str) -> str:
+    """``gpupolicy-<pool>``, shortened with a hash when it would not fit a label value (63)."""
+    name = CUSTOM_LAYOUT_PREFIX + pool
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(pool.encode()).hexdigest()[:8]
+    return f"{CUSTOM_LAYOUT_PREFIX}{pool[:44].rstrip('-')}-{digest}"
+
+
+def mig_layout(pool: NodePool, model: GpuModel | None) -> str | None:
+    """The ``nvidia.com/mig.config`` value of the pool's nodes (None: not MIG-capable)."""
+    if model is None or not model.mig_capable:
+        return None
+    cut = pool.cut
+    if isinstance(cut, MigCut):
+        return cut.layout if cut.layout is not None else custom_layout_name(pool.name)
+    return DISABLED
+
+
+def pool_classes(policy: Policy, cluster: str, pool: str) -> list[str]:
+    return [cid for cid, cls in policy.classes.get(cluster, {}).items() if pool in cls.pools]
+
+
+def _shared(pool: NodePool) -> tuple[str | None, int, bool]:
+    """(sharing strategy label value, replicas, renamed) of a time-sliced / MPS pool."""
+    cut = pool.cut
+    if isinstance(cut, TimeSlicingCut):
+        return "time-slicing", cut.replicas, cut.rename_by_default
+    if isinstance(cut, MpsCut):
+        return "mps", cut.replicas, cut.rename_by_default
+    return None, 1, False
+
+
+def pool_contract(policy: Policy, cluster: Cluster, pool: NodePool) -> PoolContract:
+    model = policy.catalog.get(pool.model)
+    layout = mig_layout(pool, model)
+    classes = pool_classes(policy, cluster.name, pool.name)
+    labels: dict[str, str] = {LABEL_POOL: pool.name}
+    if len(classes) == 1:
+        labels[LABEL_CLASS] = classes[0]
+    if not cluster.dra:
+        labels[LABEL_DEVICE_PLUGIN_CONFIG] = pool.name
+    if layout is not None:
+        labels[LABEL_MIG_CONFIG] = layout
+    taints: tuple[Taint, ...] = ()
+    if pool.serving:
+        labels[SERVING_NODE_LABEL] = pool.name
+        taints = (Taint(SERVING_TAINT_KEY, pool.name),)
+    for k, v in pool.node_labels.items():
+        labels.setdefault(k, v)
+
+    # On DRA clusters no device-plugin config reaches GFD: sharing is per claim, not per node.
+    strategy, replicas, renamed = (None, 1, False) if cluster.dra else _shared(pool)
+    products = model.gfd_products if model is not None else ()
+    if strategy is not None and not renamed:
+        products = tuple(f"{p}-SHARED" for p in products)  # k8s-device-plugin internal/lm/resource.go
+    complete = model is not None and all(v.product_name for v in model.variants)
+    gfd: dict[str, str] = {GFD_COUNT: str(pool.gpus_per_node)}
+    resources: dict[str, int] = {}
+    mig: dict[str, int] = {}
+    if isinstance(pool.cut, MigCut):
+        devices = pool_mig_devices(pool, policy.catalog)[0] if model is not None else None
+        mig = instances(devices or [])
+        gfd[MIG_STRATEGY_LABEL] = "mixed"
+        for profile, n in mig.items():
+            gfd[f"nvidia.com/mig-{mig_profile_slug(profile)}.count"] = str(n)
+        resources = {FULL_GPU: 0, **{f"nvidia.com/mig-{mig_profile_slug(p)}": n for p, n in mig.items()}}
+    elif strategy is not None:
+        gfd[GFD_REPLICAS] = str(replicas)
+        gfd[GFD_SHARING] = strategy
+        units = pool.gpus_per_node * replicas
+        resources = {FULL_GPU: 0, SHARED_GPU: units} if renamed else {FULL_GPU: units}
+    else:
+        resources = {FULL_GPU: pool.gpus_per_node}
+    if layout is not None:
+        gfd[MIG_STATE] = "success"
+    return PoolContract(
+        cluster=cluster.name,
+        pool=pool.name,
+        model=pool.model,
+        nodes=pool.nodes,
+        gpus_per_node=pool.gpus_per_node,
+        cut=pool.cut.mode,
+        serving=pool.serving,
+        labels=dict(sorted(labels.items())),
+        taints=taints,
+        products=products,
+        products_complete=complete,
+        gfd_labels=dict(sorted(gfd.items())),
+        mig_devices=mig,
+        # DRA clusters run no device plugin: GPUs are ResourceSlice devices, not node capacity.
+        resources={} if cluster.dra else dict(sorted(resources.items())),
+        mig_layout=layout,
+        device_plugin_config=None if cluster.dra else pool.name,
+    )
+
+
+def pool_contracts(policy: Policy, cluster: str) -> list[PoolContract]:
+    c = policy.clusters[cluster]
+    return [pool_contract(policy, c, p) for p in sorted(c.pools, key=lambda p: p.name)]
+
+
+def _pool_doc(pc: PoolContract) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "pool": pc.pool,
+        "model": pc.model,
+        "cut": pc.cut,
+        "serving": pc.serving,
+        "nodes": pc.nodes,
+        "gpusPerNode": pc.gpus_per_node,
+        "labels": pc.labels,
+        "taints": [t.as_dict() for t in pc.taints],
+        "gpuProducts": list(pc.products),
+        "gfdLabels": pc.gfd_labels,
+    }
+    if pc.mig_devices:
+        doc["migDevicesPerNode"] = pc.mig_devices
+        doc["migProducts"] = {p: pc.mig_products(p) for p in pc.products}
+    if pc.resources:
+        doc["resourcesPerNode"] = pc.resources
+    return doc
+
+
+def node_contract(policy: Policy, cluster: str) -> dict[str, Any]:
+    """The contract as a JSON-able document (``out/reports/<cluster>-node-contract.json``)."""
+    c = policy.clusters[cluster]
+    return {
+        "apiVersion": "gpupolicy.dev/v1alpha1",
+        "kind": "NodeContract",
+        "cluster": cluster,
+        "provisioner": c.provisioner,
+        "dra": c.dra,
+        "description": (
+            "Labels and taints every node of each pool must carry (set them when the node joins; "
+            "gpupolicy does not write nodes), and what GPU Feature Discovery and the device plugin "
+            "report once the cut is applied. Check a cluster with `gpupolicy nodes <kubectl get nodes -o json>`."
+        ),
+        "pools": [_pool_doc(pc) for pc in pool_contracts(policy, cluster)],
+    }
+
+
+def render_node_contract(policy: Policy, cluster: str) -> bytes:
+    return (json.dumps(node_contract(policy, cluster), indent=2, sort_keys=True) + "\n").encode()
+
+
+def contract_files(policy: Policy) -> dict[str, bytes]:
+    """``out/``-relative report files: one contract per cluster whose nodes gpupolicy does not
+    provision (Karpenter clusters get NodePools instead)."""
+    return {
+        f"reports/{c.name}-node-contract.json": render_node_contract(policy, c.name)
+        for c in sorted(policy.fleet.spec.clusters, key=lambda c: c.name)
+        if c.provisioner != "karpenter" and c.pools
+    }
