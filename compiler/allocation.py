@@ -54,11 +54,21 @@ class Allocation:
     # (cluster, class) -> Kueue-usable capacity (serving pools excluded)
     capacity: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # indexes: lowering asks per team and per class, which must not be quadratic in teams
+        by_class: dict[tuple[str, str], list[TeamAllocation]] = {}
+        by_team: dict[str, list[TeamAllocation]] = {}
+        for e in self.entries:
+            by_class.setdefault((e.cluster, e.gpu_class), []).append(e)
+            by_team.setdefault(e.team, []).append(e)
+        object.__setattr__(self, "_by_class", by_class)
+        object.__setattr__(self, "_by_team", by_team)
+
     def for_class(self, cluster: str, gpu_class: str) -> list[TeamAllocation]:
-        return [e for e in self.entries if e.cluster == cluster and e.gpu_class == gpu_class]
+        return list(self._by_class.get((cluster, gpu_class), ()))  # type: ignore[attr-defined]
 
     def for_team(self, team: str) -> list[TeamAllocation]:
-        return [e for e in self.entries if e.team == team]
+        return list(self._by_team.get(team, ()))  # type: ignore[attr-defined]
 
     def guaranteed_total(self, cluster: str, gpu_class: str) -> int:
         return sum(e.guaranteed.value or 0 for e in self.for_class(cluster, gpu_class))

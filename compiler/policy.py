@@ -16,6 +16,11 @@ from compiler.model.fleet import Cluster, Department, FleetFile
 from compiler.model.team import TeamFile
 
 
+def serving_namespace(team: str, declared: str | None) -> str:
+    """Where a team's serving deployments live: declared, else ``<team>-serving``."""
+    return declared or f"{team}-serving"
+
+
 @dataclass(frozen=True)
 class Team:
     model: TeamFile

@@ -10,8 +10,7 @@ from compiler.lower.common import (
     obj,
 )
 from compiler.manifest import Manifest
-from compiler.policy import Policy, Team
-from compiler.validate.semantic import serving_namespace
+from compiler.policy import Policy, Team, serving_namespace
 
 
 def team_namespaces(team: Team, cluster: str) -> list[tuple[str, str]]:

@@ -41,7 +41,7 @@ class Resolved:
     @property
     def namespace(self) -> str:
         """The team's serving namespace (outside Kueue)."""
-        from compiler.validate.semantic import serving_namespace  # semantic imports the serving checks
+        from compiler.policy import serving_namespace
 
         return serving_namespace(self.team.name, self.team.model.spec.serving_namespace)
 

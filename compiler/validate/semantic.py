@@ -10,9 +10,14 @@ from collections import defaultdict
 from typing import Callable, Iterator
 
 from compiler.classes import ISOLATION_ALLOWS, ISOLATION_TABLE
+from compiler.validate.admission import check_admission
 from compiler.diagnostics import Diagnostic, Severity
-from compiler.policy import Policy
+from compiler.dra.rules import check_dra
+from compiler.gitops import check_gitops
+from compiler.multikueue import check_multikueue, is_manager
+from compiler.policy import Policy, serving_namespace
 from compiler.rules import define
+from compiler.serving.checks import check_serving
 
 DUPLICATE = define(
     "FLEET001", "Names are unique within their kind (clusters, pools of a cluster, departments, "
@@ -325,10 +330,6 @@ def check_teams(policy: Policy) -> Iterator[Diagnostic]:
                               src.locate(("spec", "servingNamespace") if t.spec.serving_namespace else base))
 
 
-def serving_namespace(team: str, declared: str | None) -> str:
-    return declared or f"{team}-serving"
-
-
 def _claim(owners: dict[tuple[str, str], tuple[str, str]], system: dict[str, set[str]], cluster: str, ns: str,
            team: str, purpose: str, loc: object) -> Iterator[Diagnostic]:
     from compiler.diagnostics import Location
@@ -368,8 +369,10 @@ def check_capacity(policy: Policy) -> Iterator[Diagnostic]:
             parts = ", ".join(f"{e.team} {e.guaranteed.value or 0}" for e in entries)
             pools = ", ".join(f"{s.pool} {s.nodes}x{s.per_node}" for s in cls.slices if not s.serving)
             last = max(entries, key=lambda e: e.guaranteed.value or 0)
+            # A MultiKueue manager's capacity is its workers' (compiler.multikueue.with_worker_classes).
+            held = "its MultiKueue workers' pools hold" if is_manager(policy.clusters[cluster]) else "the pools hold"
             yield OVER_CAPACITY.diag(
-                f"{cid} on {cluster}: teams guarantee {total} ({parts}) but the pools hold {cls.capacity} "
+                f"{cid} on {cluster}: teams guarantee {total} ({parts}) but {held} {cls.capacity} "
                 f"({pools or 'none'})", teams[last.team].src.locate(last.path + ("guaranteed",)),
                 hint=f"reduce guarantees by {total - cls.capacity} or add nodes; serving-reserved pools do not count")
         for e in entries:
@@ -419,6 +422,8 @@ def check_department_caps(policy: Policy) -> Iterator[Diagnostic]:
 def check_flavor_selection(policy: Policy) -> Iterator[Diagnostic]:
     src = policy.fleet_src
     for ci, c in enumerate(policy.fleet.spec.clusters):
+        if is_manager(c):
+            continue  # a MultiKueue manager's flavors only count quota; its workers select nodes
         classes = policy.classes.get(c.name, {})
         per_pool: dict[str, int] = defaultdict(int)
         for cls in classes.values():
@@ -441,6 +446,11 @@ CHECKS: tuple[Check, ...] = (
     check_capacity,
     check_department_caps,
     check_flavor_selection,
+    check_serving,
+    check_multikueue,
+    check_gitops,
+    check_admission,
+    check_dra,
 )
 
 

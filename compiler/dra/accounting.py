@@ -1,0 +1,132 @@
+"""Which of Kueue's DRA accounting paths each cluster uses, and why (domain/kueue.md §6).
+
+* device plugin: ``dra: false`` or Kubernetes < 1.34 — no DRA objects; Kueue counts
+  ``nvidia.com/*`` extended resources.
+* ResourceClaimTemplate counting (Kueue >= 0.18, gate ``KueueDRAIntegration`` beta on):
+  Kueue counts ``exactly.count`` devices per DeviceClass of each template a pod references,
+  under the ``deviceClassMappings`` name ``gpupolicy.dev/<class>``. The path gpupolicy uses.
+* extended resource (KEP-5004): the DeviceClass also carries ``extendedResourceName`` so a pod
+  may ask for ``gpupolicy.dev/<class>: N``; needs Kubernetes ``DRAExtendedResource`` (alpha,
+  off in 1.34-1.35, beta on in 1.36) and Kueue >= 0.19 (``KueueDRAIntegrationExtendedResource``
+  beta on). Added on top of templates where both allow it.
+* counter-based (partitionable devices, KEP-4815): quota in driver counters (memory, SMs)
+  instead of devices; needs Kubernetes >= 1.35, the driver's ``DynamicMIG`` gate (which creates
+  MIG devices per claim and destroys partitions it did not create) and Kueue >= 0.19. gpupolicy
+  budgets static MIG layouts in slices, so it never picks this path; the report says whether a
+  cluster would be eligible.
+* capacity-based (consumable capacity, KEP-5075): Kubernetes >= 1.36, Kueue alpha gate; not used.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from compiler.model.fleet import Cluster, MigCut
+from compiler.policy import Policy
+
+DEFAULT_KUEUE = "v0.19.2"  # SPEC §9 pinned default
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+# Kubernetes feature gates that matter here: first minor where each is on by default.
+K8S_DEFAULT_ON = {"DRAExtendedResource": 36, "DRAPartitionableDevices": 36, "DRAConsumableCapacity": 36}
+
+
+def version_tuple(text: str | None) -> tuple[int, int, int] | None:
+    m = _VERSION.match(text or "")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+
+
+def kube_minor(cluster: Cluster) -> int:
+    return int(cluster.kubernetes_version.split(".")[1])
+
+
+def dra_active(cluster: Cluster) -> bool:
+    """DRA objects are generated: ``dra: true``, Kubernetes >= 1.34 (DRA001 otherwise), and the
+    cluster runs workloads itself (a MultiKueue manager only counts quota for its workers)."""
+    manager = cluster.multikueue is not None and cluster.multikueue.role == "manager"
+    return cluster.dra and kube_minor(cluster) >= 34 and not manager
+
+
+def kueue_version(policy: Policy, cluster: Cluster) -> str:
+    return cluster.versions.kueue or policy.fleet.spec.versions.kueue or DEFAULT_KUEUE
+
+
+def driver_version(policy: Policy, cluster: Cluster) -> str | None:
+    return cluster.versions.dra_driver or policy.fleet.spec.versions.dra_driver
+
+
+def k8s_gate(cluster: Cluster, gate: str) -> bool:
+    declared = cluster.feature_gates.kubernetes.get(gate)
+    if declared is not None:
+        return declared
+    return kube_minor(cluster) >= K8S_DEFAULT_ON.get(gate, 99)
+
+
+def driver_has_dynamic_mig(version: str | None) -> bool:
+    """DynamicMIG ships from v25.12.0 (NVIDIA numbering) and in every kubernetes-sigs v0.4+."""
+    v = version_tuple(version)
+    return v is not None and (v >= (25, 12, 0) or (v[0] == 0 and v >= (0, 4, 0)))
+
+
+@dataclass(frozen=True)
+class Accounting:
+    cluster: str
+    path: str  # "device-plugin" | "claim-template"
+    extended_resource: bool  # DeviceClasses also carry extendedResourceName
+    counter_eligible: bool
+    reasons: tuple[str, ...]
+
+    def as_json(self) -> dict[str, object]:
+        return {"path": self.path, "extendedResource": self.extended_resource,
+                "counterEligible": self.counter_eligible, "why": list(self.reasons)}
+
+
+def decide(policy: Policy, cluster: Cluster) -> Accounting:
+    k8s = f"Kubernetes {cluster.kubernetes_version}"
+    if not cluster.dra:
+        return Accounting(cluster.name, "device-plugin", False, False,
+                          ("dra: false: GPUs are device-plugin extended resources (nvidia.com/*); no DRA objects",))
+    if kube_minor(cluster) < 34:
+        return Accounting(cluster.name, "device-plugin", False, False,
+                          (f"{k8s} has no resource.k8s.io/v1 (DRA001); the device-plugin path is the fallback",))
+    if not dra_active(cluster):
+        return Accounting(cluster.name, "device-plugin", False, False,
+                          ("MultiKueue manager: workloads run on the workers, which carry the DRA objects",))
+    kueue = kueue_version(policy, cluster)
+    kv = version_tuple(kueue) or (0, 0, 0)
+    reasons = [f"ResourceClaimTemplate counting: Kueue {kueue} counts exactly.count devices per DeviceClass "
+               "(ExactCount only) under deviceClassMappings gpupolicy.dev/<class>"]
+    gate = cluster.feature_gates.kubernetes.get("DRAExtendedResource")
+    ext_k8s = k8s_gate(cluster, "DRAExtendedResource")
+    ext = ext_k8s and kv >= (0, 19, 0)
+    if ext:
+        reasons.append(f"extendedResourceName: on ({k8s} with DRAExtendedResource, Kueue {kueue} counts it under "
+                       "the same mapping): pods may also request gpupolicy.dev/<class>: N")
+    else:
+        why = (f"{k8s} runs DRAExtendedResource {'disabled' if gate is False else 'alpha, off by default'}"
+               if not ext_k8s else f"Kueue {kueue} is older than v0.19")
+        reasons.append(f"extendedResourceName: not set ({why})")
+    dyn = cluster.feature_gates.dra_driver.get("DynamicMIG", False)
+    drv = driver_version(policy, cluster)
+    missing = []
+    if kube_minor(cluster) < 35:
+        missing.append(f"{k8s} < 1.35")
+    elif not k8s_gate(cluster, "DRAPartitionableDevices"):
+        missing.append("DRAPartitionableDevices off")
+    if not dyn:
+        missing.append("the DRA driver's DynamicMIG gate is off")
+    elif not driver_has_dynamic_mig(drv):
+        missing.append(f"DRA driver {drv or '(unpinned)'} has no DynamicMIG")
+    if kv < (0, 19, 0):
+        missing.append(f"Kueue {kueue} < v0.19")
+    static_mig = [p.name for p in cluster.pools if isinstance(p.cut, MigCut)]
+    if missing:
+        reasons.append("counter-based MIG quota: not used (" + "; ".join(missing) + ")")
+    else:
+        reasons.append("counter-based MIG quota: eligible, not used: budgets count static MIG slices, and "
+                       "DynamicMIG replaces the static layouts")
+    if static_mig:
+        reasons.append(f"MIG pools {', '.join(static_mig)} are static layouts applied by MIG Manager: each slice "
+                       "is one device, counted like a full card")
+    return Accounting(cluster.name, "claim-template", ext, not missing, tuple(reasons))

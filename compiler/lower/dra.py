@@ -1,0 +1,136 @@
+"""DRA objects (component ``dra``, resource.k8s.io/v1) for clusters with ``dra: true`` and
+Kubernetes >= 1.34: a DeviceClass per GPU class (name = class ID, SPEC §9) selecting devices by
+capability (``compiler.dra.selectors``), the fleet's own DeviceClasses, ResourceClaimTemplates
+for the shapes each team's budget allows, and the Kueue ``deviceClassMappings`` that count
+claims under ``gpupolicy.dev/<class>``. Clusters below 1.34 keep the device-plugin path and get
+none of this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.classes import GpuClass, dra_resource
+from compiler.dra.accounting import decide, dra_active
+from compiler.dra.selectors import class_selector
+from compiler.lower.common import LABEL_CLASS, LABEL_TEAM, obj
+from compiler.lower.kueue import training_namespaces
+from compiler.manifest import Manifest
+from compiler.policy import Policy, Team
+
+DRA_API = "resource.k8s.io/v1"
+REQUEST = "gpu"  # the request name pods reference: resources.claims[{name: <claim>, request: gpu}]
+SHAPES = (1, 2, 4, 8, 16)  # devices per claim; one claim is always allocated on one node
+
+
+@dataclass(frozen=True)
+class DraClass:
+    """A DeviceClass gpupolicy writes: generated for a GPU class, or declared in the fleet file."""
+
+    name: str
+    budget_class: str  # the GPU class its claims count against
+    selectors: tuple[str, ...]
+    custom: bool
+
+
+def device_classes(policy: Policy, cluster: str) -> list[DraClass]:
+    """Every DeviceClass of a DRA cluster, generated first (sorted), then the fleet's own."""
+    c = policy.clusters[cluster]
+    if not dra_active(c):
+        return []
+    out = []
+    for cls in policy.classes.get(cluster, {}).values():
+        if cls.slices and (expr := class_selector(cls, c, policy.catalog)) is not None:
+            out.append(DraClass(cls.id, cls.id, (expr,), False))
+    out += [DraClass(d.name, d.class_, tuple(d.selectors), True) for d in c.device_classes]
+    return out
+
+
+def lower_device_classes(policy: Policy, cluster: str) -> list[Manifest]:
+    ext = decide(policy, policy.clusters[cluster]).extended_resource
+    out = []
+    for dc in device_classes(policy, cluster):
+        o = obj(DRA_API, "DeviceClass", dc.name, labels={LABEL_CLASS: dc.budget_class})
+        spec: dict[str, Any] = {"selectors": [{"cel": {"expression": e}} for e in dc.selectors]}
+        if ext and not dc.custom:
+            # KEP-5004: pods may request `gpupolicy.dev/<class>: N`; names must be unique per class.
+            spec["extendedResourceName"] = dra_resource(dc.name)
+        o["spec"] = spec
+        out.append(Manifest(cluster, "dra", o, (policy.fleet_src.path,)))
+    return out
+
+
+def queued_classes(policy: Policy, cluster: str) -> set[str]:
+    """GPU classes some team's ClusterQueue covers on the cluster (training pools, a budget)."""
+    classes = policy.classes.get(cluster, {})
+    return {e.gpu_class for e in policy.allocation.entries
+            if e.cluster == cluster and e.gpu_class in classes and classes[e.gpu_class].training_pools}
+
+
+def device_class_mappings(policy: Policy, cluster: str) -> list[dict[str, Any]]:
+    """Kueue ``resources.deviceClassMappings``: one entry per queued class, listing its generated
+    DeviceClass and the fleet's classes that count against it. Classes no queue covers stay
+    unmapped (Kueue allows 16 mappings): Kueue rejects a workload whose claim names an unmapped
+    DeviceClass, as it rejects one asking for a resource its queue does not cover
+    (BlockUndeclared). The driver chart's gpu.nvidia.com / mig.nvidia.com stay unmapped too."""
+    queued = queued_classes(policy, cluster)
+    names: dict[str, list[str]] = {}
+    for dc in device_classes(policy, cluster):
+        if dc.budget_class in queued:
+            names.setdefault(dc.budget_class, []).append(dc.name)
+    return [{"name": dra_resource(cid), "deviceClassNames": names[cid]} for cid in sorted(names)]
+
+
+def claim_template_name(device_class: str, count: int) -> str:
+    return f"{device_class}-{count}"
+
+
+def claim_template(name: str, namespace: str, device_class: str, count: int,
+                   labels: dict[str, str]) -> dict[str, Any]:
+    """A ResourceClaimTemplate Kueue can count: one ``exactly`` request, ExactCount."""
+    o = obj(DRA_API, "ResourceClaimTemplate", name, namespace=namespace, labels=labels)
+    o["spec"] = {
+        "metadata": {"labels": dict(labels)},
+        "spec": {"devices": {"requests": [{"name": REQUEST, "exactly": {
+            "deviceClassName": device_class, "allocationMode": "ExactCount", "count": count}}]}},
+    }
+    return o
+
+
+def team_shapes(policy: Policy, team: Team, cluster: str) -> list[tuple[DraClass, int]]:
+    """(DeviceClass, devices per claim) the team's budgets allow: full cards in powers of two up
+    to one node's worth and the team's guarantee plus borrowing; MIG slices one per claim (a
+    CUDA process sees a single MIG device)."""
+    classes = policy.classes.get(cluster, {})
+    out = []
+    by_budget: dict[str, list[DraClass]] = {}
+    for dc in device_classes(policy, cluster):
+        by_budget.setdefault(dc.budget_class, []).append(dc)
+    for e in policy.allocation.for_team(team.name):
+        cls = classes.get(e.gpu_class)
+        if e.cluster != cluster or cls is None or not cls.training_pools:
+            continue
+        reach = _max_claim(cls, e.guaranteed.value or 0, e.borrow.value)
+        for dc in by_budget.get(cls.id, []):
+            out += [(dc, n) for n in SHAPES if n <= reach]
+    return out
+
+
+def _max_claim(cls: GpuClass, guaranteed: int, borrow: int | None) -> int:
+    node = max(s.per_node for s in cls.slices if not s.serving)
+    if cls.cut == "mig":
+        node = 1
+    team = node if borrow is None else guaranteed + borrow
+    return min(node, team)
+
+
+def lower_claim_templates(policy: Policy, team: Team, cluster: str) -> list[Manifest]:
+    out = []
+    sources = (policy.fleet_src.path, team.path)
+    for ns in training_namespaces(team, cluster):
+        for dc, n in team_shapes(policy, team, cluster):
+            labels = {LABEL_TEAM: team.name, LABEL_CLASS: dc.budget_class}
+            o = claim_template(claim_template_name(dc.name, n), ns, dc.name, n, labels)
+            out.append(Manifest(cluster, "dra", o, sources))
+    return out

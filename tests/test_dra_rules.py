@@ -1,0 +1,130 @@
+"""DRA rules: bad DeviceClass selectors and DRA settings give located diagnostics (rule ID + line)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler.dra.rules import claim_problems
+from compiler.load import load_policy_dir
+from compiler.lower.dra import lower_device_classes
+from compiler.lower.kueue import manager_config
+from compiler.validate import build_policy
+from helpers import compile_dir, copy_demo, find, line_of, mutate
+
+ANCHOR = "systemNamespaces: [gpu-operator, kueue-system, argocd, monitoring]\n"
+A = "device.attributes['gpu.nvidia.com']"
+GPU = f"device.driver == 'gpu.nvidia.com' && {A}.type == 'gpu'"
+
+
+def custom(root: Path, name: str, cls: str, *selectors: str) -> None:
+    lines = [f"      deviceClasses:\n        - name: {name}\n          class: {cls}\n          selectors:\n"]
+    lines += [f'            - "{s}"\n' for s in selectors]
+    mutate(root, "fleet.yaml", ANCHOR, ANCHOR + "".join(lines))
+
+
+# (case, class, selectors, rule, severity, needle on the reported line)
+CASES = [
+    ("matches nothing", "h100-80gb", [f"{GPU} && {A}.productName == 'NVIDIA B200'"], "DRA002", "error",
+     "- name: custom-class"),
+    ("overlaps another class", "h100-80gb", [f"{GPU} && {A}.architecture == 'Hopper'"], "DRA003", "error",
+     "- name: custom-class"),
+    ("CEL syntax error", "h100-80gb", [GPU, f"{A}.type = 'gpu'"], "DRA005", "error", "type = 'gpu'"),
+    ("non-bool selector", "h100-80gb", [f"{A}.productName"], "DRA005", "error", ".productName\""),
+    ("errors on devices without the attribute", "a100-80gb-mig-1g.10gb", [f"{A}.profile == '1g.10gb'"],
+     "DRA006", "error", "profile == '1g.10gb'"),
+    ("pins hardware", "h100-80gb", [f"{GPU} && {A}.uuid == 'GPU-2fa81118'"], "DRA007", "warning", "uuid =="),
+    ("depends on the board variant", "h100-80gb", [f"{GPU} && {A}.productName == 'NVIDIA H100 PCIe'"],
+     "DRA007", "warning", "NVIDIA H100 PCIe"),
+    ("unknown budget class", "h100-81gb", [GPU], "DRA008", "error", "class: h100-81gb"),
+    ("serving-only budget class", "h200", [GPU], "DRA008", "error", "class: h200"),
+]
+
+
+@pytest.mark.parametrize("case,cls,selectors,rule,severity,needle", CASES, ids=[c[0] for c in CASES])
+def test_custom_device_class(tmp_path: Path, case: str, cls: str, selectors: list[str], rule: str,
+                             severity: str, needle: str) -> None:
+    root = copy_demo(tmp_path)
+    custom(root, "custom-class", cls, *selectors)
+    d = find(compile_dir(root).diagnostics, rule)
+    assert d.severity.value == severity, d
+    assert d.location is not None and d.location.file == "policies/fleet.yaml"
+    assert d.location.line == line_of(root, "fleet.yaml", needle), d
+
+
+def test_good_custom_class_counts_against_its_budget(tmp_path: Path) -> None:
+    root = copy_demo(tmp_path)
+    sel = (f"{GPU} && {A}.architecture == 'Hopper' && "
+           "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('100Gi')) < 0")
+    custom(root, "hopper-80g", "h100-80gb", sel)
+    res = compile_dir(root)
+    assert not [d for d in res.diagnostics if d.code.startswith("DRA")], res.diagnostics
+    assert res.policy is not None
+    mapping = manager_config(res.policy, "onprem")["resources"]["deviceClassMappings"]
+    assert {"name": "gpupolicy.dev/h100-80gb", "deviceClassNames": ["h100-80gb", "hopper-80g"]} in mapping
+    objs = {(m.kind, m.namespace, m.name): m.obj for m in res.manifests if m.component == "dra"}
+    assert objs[("DeviceClass", None, "hopper-80g")]["metadata"]["labels"]["gpupolicy.dev/class"] == "h100-80gb"
+    assert ("ResourceClaimTemplate", "nlp-train", "hopper-80g-8") in objs
+
+
+def test_custom_class_name_taken(tmp_path: Path) -> None:
+    root = copy_demo(tmp_path)
+    custom(root, "gpu.nvidia.com", "h100-80gb", GPU)
+    d = find(compile_dir(root).diagnostics, "DRA008")
+    assert "driver chart class" in d.message and d.location is not None
+    assert d.location.line == line_of(root, "fleet.yaml", "- name: gpu.nvidia.com")
+
+
+def test_full_class_beside_mig_parents(tmp_path: Path) -> None:
+    """A full-A100 pool next to the MIG-cut A100 pool: #719 nodes would list the MIG GPUs whole too."""
+    root = copy_demo(tmp_path)
+    mutate(root, "fleet.yaml", "        - name: h100-train\n",
+           "        - name: a100-full\n          model: a100-80gb\n          nodes: 1\n          gpusPerNode: 8\n"
+           "          cut:\n            mode: full\n        - name: h100-train\n")
+    d = find(compile_dir(root).diagnostics, "DRA004")
+    assert d.severity.value == "warning" and "32 MIG-enabled GPUs of pool(s) a100-mig" in d.message
+    assert d.location is not None and d.location.line == line_of(root, "fleet.yaml", "- name: a100-full")
+
+
+def test_dra_below_134_compiles_without_dra_objects(tmp_path: Path) -> None:
+    root = copy_demo(tmp_path)
+    mutate(root, "fleet.yaml", 'kubernetesVersion: "1.34"', 'kubernetesVersion: "1.33"')
+    sources, _ = load_policy_dir(root / "policies", root)
+    policy, diags = build_policy(sources)
+    d = find(diags, "DRA001")
+    assert d.location is not None and d.location.line == line_of(root, "fleet.yaml", "dra: true")
+    assert not [x for x in diags if x.code.startswith("DRA") and x.code != "DRA001"]
+    assert policy is not None and lower_device_classes(policy, "onprem") == []
+    assert "deviceClassMappings" not in manager_config(policy, "onprem")["resources"]
+
+
+@pytest.mark.parametrize("case,old,new,rule,needle", [
+    ("dynamic MIG with static layouts", ANCHOR, ANCHOR + "      featureGates:\n        draDriver: {DynamicMIG: true}\n",
+     "DRA012", "DynamicMIG: true"),
+    ("kueue too old", "kueue: v0.19.2", "kueue: v0.14.0", "DRA013", "kueue: v0.14.0"),
+    ("time-slicing on DRA", "          cut:\n            mode: full\n        - name: h200-serve",
+     "          cut:\n            mode: timeslicing\n            replicas: 4\n        - name: h200-serve",
+     "DRA011", "mode: timeslicing"),
+])
+def test_dra_settings(tmp_path: Path, case: str, old: str, new: str, rule: str, needle: str) -> None:
+    root = copy_demo(tmp_path)
+    mutate(root, "fleet.yaml", old, new)
+    d = find(compile_dir(root).diagnostics, rule)
+    assert d.location is not None and d.location.line == line_of(root, "fleet.yaml", needle), d
+
+
+def test_kueue_counts_only_exact_count() -> None:
+    def rct(exactly: dict | None = None, first: list | None = None) -> dict:  # type: ignore[type-arg]
+        req: dict = {"name": "gpu"}  # type: ignore[type-arg]
+        if exactly is not None:
+            req["exactly"] = exactly
+        if first is not None:
+            req["firstAvailable"] = first
+        return {"spec": {"spec": {"devices": {"requests": [req]}}}}
+
+    assert claim_problems(rct({"deviceClassName": "h100-80gb", "allocationMode": "ExactCount", "count": 2})) == []
+    assert claim_problems(rct({"deviceClassName": "h100-80gb"})) == []  # ExactCount, count 1 by default
+    assert "allocationMode All" in claim_problems(rct({"deviceClassName": "h100-80gb", "allocationMode": "All"}))[0]
+    assert "firstAvailable" in claim_problems(rct(first=[{"name": "a", "deviceClassName": "h100-80gb"}]))[0]
+    assert "adminAccess" in claim_problems(rct({"deviceClassName": "h100-80gb", "adminAccess": True}))[0]
