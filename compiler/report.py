@@ -47,9 +47,14 @@ def allocation_data(policy: Policy) -> dict[str, Any]:
             "dra": cluster.dra,
             "classes": classes,
         }
+    from compiler.dra import dra_report
+    from compiler.serving.plan import serving_report
+
     return {
         "apiVersion": "gpupolicy.dev/v1alpha1",
         "kind": "Allocation",
+        "serving": serving_report(policy),
+        "accounting": dra_report(policy),
         "policySha256": policy_hash(policy),
         "sources": sorted(policy.source_paths),
         "clusters": clusters,
@@ -126,4 +131,49 @@ def render_markdown(policy: Policy) -> bytes:
                     f"{e.borrow.show()} ({e.borrow.origin}) | {e.lend.show()} ({e.lend.origin}) |")
             lines.append("")
     lines += ["## Cohort tree", "", *_cohort_tree(policy), ""]
+    lines += _serving_section(policy)
+    lines += _accounting_section(policy)
     return ("\n".join(lines)).encode()
+
+
+def _serving_section(policy: Policy) -> list[str]:
+    from compiler.serving.plan import serving_report
+
+    rows = serving_report(policy)
+    if not rows:
+        return []
+    lines = ["## Serving reservations", "",
+             "Serving runs outside Kueue on pools reserved by taint `gpupolicy.dev/serving=<pool>:NoSchedule` and "
+             "label `node-restriction.kubernetes.io/gpupolicy-serving=<pool>`. Sizing per replica "
+             "(GiB = 2^30 bytes; weights = parameters x bytes per dtype; KV = 2 x layers x KV heads x head dim x "
+             "2 bytes per token):", "",
+             "| team / deployment | cluster / pool | GPUs min..max (pool) | weights | KV needed | budget | "
+             "headroom | TPOT bound / SLA |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        z = r["sizing"]
+        if z is None:
+            lines.append(f"| {r['team']} / {r['name']} | {r['cluster']} / {r['pool']} | - | - | - | - | - | - |")
+            continue
+        lines.append(
+            f"| {r['team']} / {r['name']} | {r['cluster']} / {r['pool']} | {r['gpusAtMin']}..{r['gpusAtMax']} "
+            f"({r['poolGpus']}) | {z['weightsGiB']} GiB ({z['parameters'] / 1e9:.1f}B x {z['dtype']}) | "
+            f"{z['kvNeededGiB']} GiB ({z['kvPerTokenKiB']:g} KiB/token x {z['maxModelLen']} x "
+            f"{z['concurrentSequences']}) | {z['budgetGiB']} GiB ({z['tensorParallel']} x {z['gpuMemoryGiB']} x "
+            f"{z['gpuMemoryUtilization']}) | {z['headroomGiB']} GiB | {z['tpotBoundMs']} ms / {z['tpotSlaMs']:g} ms"
+            f"{'' if z['bandwidthSourced'] else ' (bandwidth unsourced)'} |")
+    lines.append("")
+    return lines
+
+
+def _accounting_section(policy: Policy) -> list[str]:
+    from compiler.dra import dra_report
+
+    lines = ["## GPU accounting path per cluster", ""]
+    for cluster, entry in sorted(dra_report(policy).items()):
+        lines.append(f"- **{cluster}**: `{entry['path']}`")
+        lines += [f"  - {why}" for why in entry.get("why", [])]
+        for name, info in sorted(entry.get("driverClasses", {}).items()):
+            lines.append(f"  - driver class `{name}` matches {info['matches']} devices: {info['note']}")
+    lines.append("")
+    return lines
