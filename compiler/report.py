@@ -48,6 +48,7 @@ def allocation_data(policy: Policy) -> dict[str, Any]:
             "classes": classes,
         }
     from compiler.dra import dra_report
+    from compiler.lower.attribution import attribution_report
     from compiler.serving.plan import serving_report
 
     return {
@@ -55,6 +56,7 @@ def allocation_data(policy: Policy) -> dict[str, Any]:
         "kind": "Allocation",
         "serving": serving_report(policy),
         "accounting": dra_report(policy),
+        "attribution": attribution_report(policy),
         "policySha256": policy_hash(policy),
         "sources": sorted(policy.source_paths),
         "clusters": clusters,
@@ -133,6 +135,7 @@ def render_markdown(policy: Policy) -> bytes:
     lines += ["## Cohort tree", "", *_cohort_tree(policy), ""]
     lines += _serving_section(policy)
     lines += _accounting_section(policy)
+    lines += _attribution_section(policy)
     return ("\n".join(lines)).encode()
 
 
@@ -175,5 +178,20 @@ def _accounting_section(policy: Policy) -> list[str]:
         lines += [f"  - {why}" for why in entry.get("why", [])]
         for name, info in sorted(entry.get("driverClasses", {}).items()):
             lines.append(f"  - driver class `{name}` matches {info['matches']} devices: {info['note']}")
+    lines.append("")
+    return lines
+
+
+def _attribution_section(policy: Policy) -> list[str]:
+    from compiler.lower.attribution import attribution_report
+
+    required = ", ".join(f"`{k}`" for k in policy.fleet.spec.admission.required_labels)
+    lines = ["## Who held which GPU (audit attribution)", "",
+             f"Admission requires {required} and `kueue.x-k8s.io/queue-name` on every GPU workload; Kueue copies "
+             "the labels to its Workloads (`labelKeysToCopy`) and the DCGM exporter attaches them to GPU metrics.",
+             "", "| cluster | class | per-pod GPU metrics | why |", "|---|---|---|---|"]
+    for cluster, entry in attribution_report(policy).items():
+        for cid, info in entry["classes"].items():
+            lines.append(f"| {cluster} | `{cid}` | {'yes' if info['perPodMetrics'] else '**no**'} | {info['reason']} |")
     lines.append("")
     return lines

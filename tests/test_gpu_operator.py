@@ -71,7 +71,9 @@ def test_demo_cloud_device_plugin_configmap() -> None:
 
 def test_demo_values() -> None:
     p = demo()
-    regex = ["^gpupolicy\\.dev/data-class$", "^gpupolicy\\.dev/model$", "^gpupolicy\\.dev/team$"]
+    regex = ["^gpupolicy\\.dev/data-class$", "^gpupolicy\\.dev/model$", "^gpupolicy\\.dev/team$",
+             "^kueue\\.x-k8s\\.io/cluster-queue-name$", "^kueue\\.x-k8s\\.io/local-queue-name$",
+             "^kueue\\.x-k8s\\.io/queue-name$"]
     assert gpu_operator_values(p, "cloud") == {
         "devicePlugin": {"config": {"name": DEVICE_PLUGIN_CONFIGMAP, "default": ""}},
         "dcgmExporter": {"enablePodLabels": True, "podLabelAllowlistRegex": regex},
@@ -81,7 +83,8 @@ def test_demo_values() -> None:
     assert gpu_operator_values(p, "onprem") == {
         "devicePlugin": {"enabled": False},
         "mig": {"strategy": "mixed"},
-        "dcgmExporter": {"enablePodLabels": True, "podLabelAllowlistRegex": regex},
+        "dcgmExporter": {"enablePodLabels": True, "podLabelAllowlistRegex": regex,
+                         "env": [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}]},
         "driver": {"enabled": False},
     }
     assert configmaps(p, "onprem") == {}  # sharing on DRA is per claim; named layout needs no config

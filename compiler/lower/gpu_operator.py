@@ -49,7 +49,8 @@ from typing import Any
 
 from compiler.catalog import GpuModel, driver_branch
 from compiler.emit import dump_yaml
-from compiler.lower.common import LABEL_DATA_CLASS, LABEL_MODEL, LABEL_TEAM, obj
+from compiler.lower.attribution import dcgm_attribution_values
+from compiler.lower.common import obj
 from compiler.lower.nodecontract import CUSTOM_LAYOUT_PREFIX, mig_layout
 from compiler.manifest import Manifest
 from compiler.mig import DISABLED
@@ -157,10 +158,6 @@ def operator_version(policy: Policy, c: Cluster) -> str:
     return c.versions.gpu_operator or policy.fleet.spec.versions.gpu_operator or DEFAULT_GPU_OPERATOR_VERSION
 
 
-def _label_regex(key: str) -> str:
-    return "^" + key.replace(".", "\\.") + "$"
-
-
 def gpu_operator_values(policy: Policy, cluster: str) -> dict[str, Any]:
     """Helm values for the GPU Operator chart on one cluster (the chart renders the ClusterPolicy)."""
     c = policy.clusters[cluster]
@@ -180,9 +177,8 @@ def gpu_operator_values(policy: Policy, cluster: str) -> dict[str, Any]:
         mig_manager["env"] = [{"name": "WITH_REBOOT", "value": "true"}]
     if mig_manager:
         values["migManager"] = mig_manager
-    audit = sorted({LABEL_TEAM, LABEL_MODEL, LABEL_DATA_CLASS, *policy.fleet.spec.admission.required_labels})
     # Runtime attribution (SPEC §5): GPU metrics carry the workload's team/model/data-class.
-    values["dcgmExporter"] = {"enablePodLabels": True, "podLabelAllowlistRegex": [_label_regex(k) for k in audit]}
+    values.update(dcgm_attribution_values(policy.fleet.spec.admission.required_labels, dra=c.dra))
     driver = _driver_values(policy, c)
     if driver:
         values["driver"] = driver
