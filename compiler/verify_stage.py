@@ -58,4 +58,4 @@ def run_verify(
                 Location(policy.fleet_src.path), severity=Severity.ERROR if strict else Severity.WARNING,
                 hint="pass --crds DIR or set GPUPOLICY_CRDS (README: validating against your cluster's CRDs)")
     diags.extend(found)
-    return diags, dict(result.stats) if isinstance(result.stats, dict) else {"stats": result.stats}
+    return diags, result.stats.as_dict()

@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Callable
 
 from compiler.cli.render import FORMATS, choose_format
-from compiler.diagnostics import EXIT_OK, EXIT_POLICY, EXIT_USAGE, Diagnostic, exit_code, sort_diagnostics
+from compiler.diagnostics import (
+    EXIT_OK,
+    EXIT_POLICY,
+    EXIT_USAGE,
+    Diagnostic,
+    UsageError,
+    exit_code,
+    sort_diagnostics,
+)
 from compiler.emit import diff_tree, read_tree, write_file_atomic, write_tree
 from compiler.admit import admit, parse_shape
 from compiler.explain import explain_team
@@ -49,7 +57,16 @@ def cmd_build(opts: Options, ns: argparse.Namespace) -> int:
     n = len(res.manifests)
     print(f"gpupolicy: {n} objects in {len(res.out_files)} files "
           f"({'updated' if changed else 'unchanged'})", file=sys.stderr)
+    _print_verify_stats(res)
     return EXIT_OK
+
+
+def _print_verify_stats(res: Result) -> None:
+    st = res.verify_stats
+    if st:
+        print(f"gpupolicy: verified {st.get('total_objects', 0)} objects: {st.get('cel_rules_evaluated', 0)} CRD CEL rules "
+              f"evaluated, {st.get('transition_rules_skipped', 0)} transition (oldSelf) rules skipped, "
+              f"{st.get('webhook_checks', 0)} Kueue webhook checks", file=sys.stderr)
 
 
 def stale_files(opts: Options, res: Result) -> list[tuple[str, str]]:
@@ -130,6 +147,37 @@ def cmd_explain(opts: Options, ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_nodes(opts: Options, ns: argparse.Namespace) -> int:
+    """Node drift against the contract: exit 0 none, 1 drift (or policy errors), 2 bad input."""
+    import json
+
+    from compiler.load import load_policy_dir
+    from compiler.nodes import NodesInputError, check_nodes, parse_nodes, pool_guesses, render_json, render_text
+    from compiler.validate import build_policy
+
+    try:
+        nodes = parse_nodes(json.loads(ns.nodes_json.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, ValueError, NodesInputError) as exc:
+        raise UsageError(f"cannot read nodes from {ns.nodes_json}: {exc}") from exc
+    sources, diags = load_policy_dir(opts.policy_dir, opts.root)
+    policy, more = build_policy(sources)
+    _print_diags(diags + more, opts, ns)
+    if policy is None or exit_code(diags + more) != EXIT_OK:
+        return EXIT_POLICY
+    cluster = ns.cluster
+    if cluster is None:
+        guesses = [c.name for c in policy.fleet.spec.clusters] if len(policy.clusters) == 1 else pool_guesses(policy, nodes)
+        if len(guesses) != 1:
+            raise UsageError(f"cannot tell which cluster the nodes belong to (candidates: {', '.join(guesses) or 'none'}); "
+                             "pass --cluster")
+        cluster = guesses[0]
+    elif cluster not in policy.clusters:
+        raise UsageError(f"no cluster {cluster!r} (known: {', '.join(sorted(policy.clusters))})")
+    report = check_nodes(policy, cluster, nodes)
+    sys.stdout.write(render_json(report) if ns.output == "json" else render_text(report))
+    return EXIT_POLICY if report.drift else EXIT_OK
+
+
 def cmd_rules(examples: bool) -> int:
     for rule in all_rules().values():
         print(f"{rule.id}  [{rule.severity.value}] {rule.summary}")
@@ -139,6 +187,12 @@ def cmd_rules(examples: bool) -> int:
     return EXIT_OK
 
 
+def cmd_diff(opts: Options, ns: argparse.Namespace) -> int:
+    from compiler.diff_render import diff_command
+
+    return diff_command(opts, ns)
+
+
 COMMANDS: dict[str, Callable[[Options, argparse.Namespace], int]] = {
     "validate": cmd_validate,
     "build": cmd_build,
@@ -146,4 +200,6 @@ COMMANDS: dict[str, Callable[[Options, argparse.Namespace], int]] = {
     "schema": cmd_schema,
     "report": cmd_report,
     "explain": cmd_explain,
+    "diff": cmd_diff,
+    "nodes": cmd_nodes,
 }
