@@ -9,6 +9,7 @@ from typing import Any
 COMPONENTS: tuple[str, ...] = (
     "namespaces",
     "gpu-operator",
+    "nodes",
     "dra",
     "kueue",
     "admission",
@@ -75,7 +76,8 @@ class Manifest:
         ns = self.namespace or "_"
         filename = f"{self.kind.lower()}.{ns}.{self.name}.yaml"
         if self.cluster == "argocd":
-            return f"argocd/{filename}"
+            # component = the folder under out/argocd/: a cluster's Applications, or "bootstrap"
+            return f"argocd/{self.component}/{filename}" if self.component else f"argocd/{filename}"
         return f"{self.cluster}/{self.component}/{filename}"
 
     def sort_key(self) -> tuple[str, str]:

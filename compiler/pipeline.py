@@ -14,9 +14,12 @@ from pathlib import Path
 from compiler.codeowners import render_codeowners
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.emit import render_tree
+from compiler.gitops_report import argocd_reports
 from compiler.load import load_policy_dir
 from compiler.lower import lower
+from compiler.lower.nodecontract import contract_files
 from compiler.manifest import Manifest
+from compiler.multikueue import check_manifests
 from compiler.policy import Policy
 from compiler.report import render_json, render_markdown
 from compiler.schemas import render_schemas
@@ -85,6 +88,7 @@ def compile_policies(opts: Options) -> Result:
         return res
     res.policy = policy
     res.manifests = lower(policy)
+    res.diagnostics.extend(check_manifests(policy, res.manifests))  # GITOPS006
     lap("lower")
     if opts.verify:
         from compiler.verify_stage import run_verify
@@ -98,6 +102,8 @@ def compile_policies(opts: Options) -> Result:
     files = render_tree(res.manifests)
     files["REPORT.md"] = render_markdown(policy)
     files["allocation.json"] = render_json(policy)
+    files.update(contract_files(policy))
+    files.update(argocd_reports(policy, res.manifests))
     res.out_files = files
     policy_rel = _rel(opts.policy_dir, opts.root)
     out_rel = _rel(opts.out_dir, opts.root)

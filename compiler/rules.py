@@ -54,7 +54,11 @@ RULE_MODULES: tuple[str, ...] = (
     "compiler.partition",
     "compiler.kueue_config",
     "compiler.validate.semantic",
+    "compiler.validate.admission",
     "compiler.serving.checks",
+    "compiler.multikueue",
+    "compiler.gitops",
+    "compiler.dra.rules",
 )
 
 

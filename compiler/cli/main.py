@@ -22,7 +22,8 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("text", "json", "github", "parsable"),
+            format_help: str = "diagnostic format (default: github under GitHub Actions, else text)") -> None:
     p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
     p.add_argument("--policies", type=Path, default=None, help="policy directory (default: <root>/policies)")
     p.add_argument("--out", type=Path, default=None, help="output directory (default: <root>/out)")
@@ -30,8 +31,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="directory of CRD YAML files to verify against (default: $GPUPOLICY_CRDS, "
                         "else ../shared/crds when present)")
     p.add_argument("--strict", action="store_true", help="warnings fail the run; missing CRDs are errors")
-    p.add_argument("--format", choices=["text", "json", "github", "parsable"], default=None,
-                   help="diagnostic format (default: github under GitHub Actions, else text)")
+    p.add_argument("--format", choices=list(formats), default=None, help=format_help)
     p.add_argument("--no-verify", action="store_true", help="skip the verify stage (faster, unsafe)")
 
 
@@ -52,6 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--job", default=None,
                     help="a job shape to test for admission, e.g. 'h100-80gb=4,cpu=32,memory=256Gi'")
     ex.add_argument("--cluster", default=None, help="cluster for --job (default: every cluster of the team)")
+    nodes = sub.add_parser("nodes", help="compare real nodes (kubectl get nodes -o json) with the node contract")
+    _common(nodes)
+    nodes.add_argument("nodes_json", metavar="NODES_JSON", type=Path, help="output of `kubectl get nodes -o json`")
+    nodes.add_argument("--cluster", default=None, help="cluster the nodes belong to (default: guessed from pool labels)")
+    nodes.add_argument("--output", choices=["text", "json"], default="text", help="report format (default: text)")
+    df = sub.add_parser("diff", help="what a change does for whom, compared with a git revision")
+    _common(df, ("markdown", "json", "text"), "report format (default: markdown, for a PR comment)")
+    df.add_argument("--base", required=True, help="git revision to compare with, e.g. origin/main")
     rules = sub.add_parser("rules", help="list every rule ID with its summary")
     rules.add_argument("--examples", action="store_true", help="show PASS/FAIL examples")
     return parser

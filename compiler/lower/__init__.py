@@ -8,8 +8,16 @@ from __future__ import annotations
 
 from typing import Callable
 
+from compiler.lower.admission import lower_admission
+from compiler.lower.argocd import lower_argocd
+from compiler.lower.dra import lower_claim_templates, lower_device_classes
+from compiler.lower.gpu_operator import lower_gpu_operator
 from compiler.lower.kueue import lower_cohorts, lower_flavors, lower_priorities, lower_team_queues
+from compiler.lower.multikueue import lower_multikueue
 from compiler.lower.namespaces import lower_team_namespaces
+from compiler.lower.nodes import lower_node_pools
+from compiler.lower.rbac import lower_team_rbac
+from compiler.lower.serving import lower_serving, lower_serving_priority
 from compiler.manifest import Manifest
 from compiler.policy import Policy, Team
 
@@ -20,10 +28,19 @@ CLUSTER_PASSES: tuple[ClusterPass, ...] = (
     lower_flavors,
     lower_cohorts,
     lower_priorities,
+    lower_multikueue,
+    lower_gpu_operator,
+    lower_device_classes,
+    lower_node_pools,
+    lower_serving_priority,
+    lower_admission,
 )
 TEAM_PASSES: tuple[TeamPass, ...] = (
     lower_team_namespaces,
     lower_team_queues,
+    lower_claim_templates,
+    lower_serving,
+    lower_team_rbac,
 )
 
 
@@ -47,4 +64,6 @@ def lower(policy: Policy) -> list[Manifest]:
         out.extend(lower_cluster(policy, cluster))
         for team in policy.teams:
             out.extend(lower_team(policy, team, cluster))
+    # ArgoCD objects are derived from what the passes above produced (which components have files).
+    out.extend(lower_argocd(policy, out))
     return sorted(out, key=Manifest.sort_key)

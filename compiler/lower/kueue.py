@@ -10,6 +10,7 @@ from compiler.allocation import TeamAllocation
 from compiler.classes import GpuClass
 from compiler.lower.common import LABEL_CLASS, LABEL_POOL, LABEL_PURPOSE, LABEL_TEAM, obj, quantity
 from compiler.manifest import Manifest
+from compiler.multikueue import admission_check_for
 from compiler.policy import Policy, Team
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -134,6 +135,10 @@ def lower_team_queues(policy: Policy, team: Team, cluster: str) -> list[Manifest
         "fairSharing": {"weight": quantity(weight)},
         "resourceGroups": groups,
     }
+    # MultiKueue manager: admitted workloads are dispatched to a worker (compiler.multikueue).
+    check = admission_check_for(policy, cluster)
+    if check is not None:
+        cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": check}]}
     out = [Manifest(cluster, "kueue", cq, sources)]
     for ns in namespaces:
         lq = obj(KUEUE_API, "LocalQueue", team.name, namespace=ns,
@@ -174,4 +179,9 @@ def manager_config(policy: Policy, cluster: str) -> dict[str, Any]:
         # team has no budget for is never admitted (IgnoreUndeclared would admit it unaccounted).
         "resources": {"quotaCheckStrategy": "BlockUndeclared", "excludeResourcePrefixes": list(EXCLUDED_RESOURCES)},
     }
+    # DRA clusters: claims on each class's DeviceClasses count as gpupolicy.dev/<class>.
+    from compiler.lower.dra import device_class_mappings  # late: compiler.lower.dra imports this module
+
+    if mappings := device_class_mappings(policy, cluster):
+        cfg["resources"]["deviceClassMappings"] = mappings
     return cfg

@@ -12,6 +12,7 @@ from compiler.model.common import (
     Amount,
     Count,
     DnsLabel,
+    DnsSubdomain,
     LabelKey,
     LabelValue,
     Metadata,
@@ -109,6 +110,26 @@ class MultiKueueRole(Strict):
     kubeconfig_secret: DnsLabel | None = None
 
 
+FeatureGateName = Annotated[str, Field(pattern=r"^[A-Z][A-Za-z0-9]{1,99}$")]
+CelExpression = Annotated[str, Field(min_length=1, max_length=10 * 1024)]  # DeviceClass limit: 10 Ki
+
+
+class FeatureGates(Strict):
+    """Feature gates a cluster runs with beyond its versions' defaults; they gate DRA paths."""
+
+    kubernetes: dict[FeatureGateName, bool] = {}  # control plane + kubelets, e.g. DRAExtendedResource
+    dra_driver: dict[FeatureGateName, bool] = {}  # NVIDIA DRA driver chart `featureGates`, e.g. DynamicMIG
+
+
+class CustomDeviceClass(Strict):
+    """A DeviceClass the platform team writes (DRA clusters); its claims count against ``class``."""
+
+    name: DnsSubdomain
+    class_: Annotated[DnsSubdomain, Field(alias="class")]
+    selectors: Annotated[list[CelExpression], Field(min_length=1, max_length=32)]
+    description: Annotated[str, Field(max_length=2048)] | None = None
+
+
 class Cluster(Strict):
     name: DnsLabel
     kubernetes_version: KubeVersion
@@ -121,6 +142,8 @@ class Cluster(Strict):
     system_namespaces: list[DnsLabel] = []
     multikueue: MultiKueueRole | None = None
     pools: list[NodePool] = []
+    feature_gates: FeatureGates = FeatureGates()
+    device_classes: list[CustomDeviceClass] = []  # DRA only; proven against the pools (compiler.dra)
 
 
 class BudgetDefaults(Strict):
@@ -166,6 +189,9 @@ class AdmissionModes(Strict):
     queue_name: Mode = "Deny"
     serving_isolation: Mode = "Deny"
     backstop: Mode = "Deny"
+    # Who may change gpupolicy's Namespace labels; Warn by default so a mis-named ArgoCD
+    # service account never blocks a sync.
+    namespace_labels: Mode = "Warn"
 
 
 class Admission(Strict):
@@ -177,6 +203,9 @@ class Admission(Strict):
     allowed_values: dict[LabelKey, list[LabelValue]] = {}
     modes: AdmissionModes = AdmissionModes()
     exempt_namespaces: list[DnsLabel] = []
+    # Users (e.g. system:serviceaccount:<ns>:<name>) besides ArgoCD's controller and the
+    # platform groups that may set gpupolicy.dev/* labels on Namespaces.
+    label_writers: list[Annotated[str, Field(min_length=1, max_length=253)]] = []
 
 
 class GitOps(Strict):

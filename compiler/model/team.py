@@ -63,12 +63,24 @@ class ModelCache(Strict):
     size: Annotated[str, Field(pattern=r"^[1-9][0-9]*(Mi|Gi|Ti)$")] = "200Gi"
     storage_class: DnsSubdomain | None = None
     existing_claim: DnsSubdomain | None = None
+    # unset: ReadWriteMany when replicas.max > 1 (replicas share the cache across nodes), else ReadWriteOnce
+    access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] | None = None
+
+
+class EndpointPicker(Strict):
+    """The Service of an Endpoint Picker (EPP) the InferencePool delegates endpoint choice to."""
+
+    name: DnsLabel
+    port: Annotated[int, Field(ge=1, le=65535)] = 9002
+    failure_mode: Literal["FailOpen", "FailClose"] | None = None
 
 
 class Exposure(Strict):
     inference_pool: bool = True
     gateway: DnsSubdomain
     gateway_namespace: DnsLabel | None = None
+    # unset: no endpointPickerRef (optional since GIE v1.5); the gateway implementation picks endpoints
+    endpoint_picker: EndpointPicker | None = None
 
 
 class Autoscaling(Strict):

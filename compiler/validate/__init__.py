@@ -7,6 +7,7 @@ from compiler.catalog import Catalog, builtin_catalog
 from compiler.classes import derive_classes
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.load import PolicySources
+from compiler.multikueue import with_worker_classes
 from compiler.partition import pool_mig_instances
 from compiler.policy import Policy, Team
 from compiler.validate.schema import parse_fleet, parse_team
@@ -53,6 +54,7 @@ def build_policy(sources: PolicySources) -> tuple[Policy | None, list[Diagnostic
             if per_node is not None:
                 mig[pool.name] = per_node
         classes[cluster.name] = derive_classes(cluster, mig)
+    classes = with_worker_classes(fleet.spec.clusters, classes)  # MultiKueue managers admit for workers
     capacity = {(c, cid): cls.capacity for c, by_id in classes.items() for cid, cls in by_id.items()}
     allocation = build_allocation(
         [(t.name, t.model.spec.department, t.path, t.model.spec.budgets) for t in teams],

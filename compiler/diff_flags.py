@@ -1,0 +1,174 @@
+"""Changes between two renders that Argo CD cannot apply in place, or only in the right order.
+
+- ``immutable``: a field the API server refuses to update (LocalQueue ``spec.clusterQueue``,
+  AdmissionCheck ``spec.controllerName``, PriorityClass ``value``, workload selectors, ...): the
+  object must be deleted and recreated.
+- ``in-use``: a ResourceFlavor, ClusterQueue, AdmissionCheck or Topology removed while objects of
+  the base referenced it. Kueue holds it with the ``kueue.x-k8s.io/resource-in-use`` finalizer
+  until no workload uses it, so it stays ``Terminating``; referrers must change first
+  (``PruneLast=true`` on the Applications does that within one app).
+- ``dangling``: an object of the new render references one the new render does not contain.
+- ``rename``: an object removed and a near-identical one added: a delete and a create, not a
+  rename (workloads, quota usage and status do not move along).
+- ``moved``: the same object now rendered by another component, i.e. owned by another Application.
+- ``destructive``: removing a Namespace or a PersistentVolumeClaim deletes data.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from compiler.emit import dump_yaml
+from compiler.manifest import Manifest
+
+RENAME_SIMILARITY = 0.85
+REPLACE_HINT = ("delete it before the sync, or annotate it `argocd.argoproj.io/sync-options: Replace=true` "
+                "for one sync")
+# kind -> field paths the API server will not update.
+IMMUTABLE: dict[str, tuple[tuple[str, ...], ...]] = {
+    "LocalQueue": (("spec", "clusterQueue"),),
+    "AdmissionCheck": (("spec", "controllerName"),),
+    "Topology": (("spec", "levels"),),
+    "PriorityClass": (("value",),),
+    "Deployment": (("spec", "selector"),),
+    "StatefulSet": (("spec", "selector"), ("spec", "serviceName"), ("spec", "volumeClaimTemplates")),
+    "DaemonSet": (("spec", "selector"),),
+    "Job": (("spec", "template"), ("spec", "selector")),
+    "PersistentVolumeClaim": (("spec", "storageClassName"), ("spec", "accessModes"), ("spec", "volumeName")),
+    "Service": (("spec", "clusterIP"),),
+    "ResourceClaimTemplate": (("spec",),),
+}
+# TAS flavors: nodeLabels/tolerations are immutable once topologyName is set (RF CRD v1beta2 CEL).
+TAS_FLAVOR = (("spec", "topologyName"), ("spec", "nodeLabels"), ("spec", "tolerations"))
+IN_USE_KINDS = ("ResourceFlavor", "ClusterQueue", "AdmissionCheck", "Topology")
+
+Key = tuple[str, str, str, str]  # cluster, kind, namespace, name
+
+
+def _get(o: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    cur: Any = o
+    for p in path:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(p)
+    return cur
+
+
+def key(m: Manifest) -> Key:
+    return (m.cluster, m.kind, m.namespace or "", m.name)
+
+
+def shown(k: Key) -> str:
+    return f"{k[1]} {k[2] + '/' if k[2] else ''}{k[3]}"
+
+
+def references(m: Manifest) -> Iterator[tuple[str, str]]:
+    """(kind, name) of the cluster-scoped Kueue objects ``m`` names."""
+    spec = m.obj.get("spec") or {}
+    if m.kind == "ClusterQueue":
+        for group in spec.get("resourceGroups") or []:
+            for f in group.get("flavors") or []:
+                yield "ResourceFlavor", str(f.get("name"))
+        strategy = spec.get("admissionChecksStrategy") or {}
+        for ac in strategy.get("admissionChecks") or []:
+            yield "AdmissionCheck", str(ac.get("name"))
+        for name in spec.get("admissionChecks") or []:
+            yield "AdmissionCheck", str(name)
+    elif m.kind == "LocalQueue" and spec.get("clusterQueue"):
+        yield "ClusterQueue", str(spec["clusterQueue"])
+    elif m.kind == "ResourceFlavor" and spec.get("topologyName"):
+        yield "Topology", str(spec["topologyName"])
+
+
+def _referrers(manifests: Mapping[str, Manifest]) -> dict[tuple[str, str, str], list[Key]]:
+    out: dict[tuple[str, str, str], list[Key]] = {}
+    for m in manifests.values():
+        for kind, name in references(m):
+            out.setdefault((m.cluster, kind, name), []).append(key(m))
+    return out
+
+
+@dataclass(frozen=True)
+class Flag:
+    kind: str  # immutable | in-use | dangling | rename | moved | destructive
+    cluster: str
+    obj: str  # "Kind namespace/name"
+    message: str
+
+
+def body(m: Manifest) -> str:
+    """A manifest without its name: what stays equal when an object is only renamed."""
+    o = dict(m.obj)
+    o["metadata"] = {k: v for k, v in m.obj.get("metadata", {}).items() if k != "name"}
+    return dump_yaml(o).replace(m.name, "<name>")
+
+
+def find_flags(base: Mapping[str, Manifest], head: Mapping[str, Manifest]) -> list[Flag]:
+    old = {key(m): m for m in base.values()}
+    new = {key(m): m for m in head.values()}
+    flags: list[Flag] = []
+    for k in sorted(set(old) & set(new)):
+        o, n = old[k], new[k]
+        if o.component != n.component:
+            flags.append(Flag("moved", k[0], shown(k),
+                              f"moves from Application component `{o.component}` to `{n.component}`: depending on "
+                              "which syncs first it is deleted and recreated"))
+        paths = IMMUTABLE.get(k[1], ())
+        if k[1] == "ResourceFlavor" and (_get(o.obj, ("spec", "topologyName")) or _get(n.obj, ("spec", "topologyName"))):
+            paths = TAS_FLAVOR
+        for path in paths:
+            a, b = _get(o.obj, path), _get(n.obj, path)
+            if a != b:
+                what = ".".join(path)
+                extra = (" (its pending workloads wait as inadmissible until it exists again)"
+                         if k[1] == "LocalQueue" else "")
+                flags.append(Flag("immutable", k[0], shown(k),
+                                  f"`{what}` changes from `{a}` to `{b}` but is immutable: the object must be deleted "
+                                  f"and recreated{extra}; {REPLACE_HINT}"))
+    old_refs = _referrers(base)
+    new_refs = _referrers(head)
+    for k in sorted(set(old) - set(new)):
+        if k[1] in IN_USE_KINDS:
+            users = [u for u in old_refs.get((k[0], k[1], k[3]), []) if u != k]
+            if users:
+                flags.append(Flag("in-use", k[0], shown(k),
+                                  f"is removed while {', '.join(shown(u) for u in users)} used it: Kueue keeps it "
+                                  "Terminating (finalizer kueue.x-k8s.io/resource-in-use) until no workload uses it; "
+                                  "update the referrers first and let running workloads drain"))
+        if k[1] == "Namespace":
+            flags.append(Flag("destructive", k[0], shown(k),
+                              "is removed: deleting a Namespace deletes every object in it (jobs, workloads, "
+                              "model-cache volumes)"))
+        elif k[1] == "PersistentVolumeClaim":
+            flags.append(Flag("destructive", k[0], shown(k), "is removed: its volume and data may be deleted"))
+    present = {(k[0], k[1], k[3]) for k in new}
+    for (cluster, kind, name), users in sorted(new_refs.items()):
+        if (cluster, kind, name) not in present:
+            flags.append(Flag("dangling", cluster, f"{kind} {name}",
+                              f"is referenced by {', '.join(shown(u) for u in users)} but not rendered"))
+    flags.extend(_renames(old, new))
+    return sorted(flags, key=lambda f: (f.kind, f.cluster, f.obj, f.message))
+
+
+def _renames(old: Mapping[Key, Manifest], new: Mapping[Key, Manifest]) -> list[Flag]:
+    gone = [k for k in old if k not in new]
+    came = [k for k in new if k not in old]
+    scored = []
+    for g in gone:
+        for c in came:
+            if g[:2] == c[:2]:
+                ratio = difflib.SequenceMatcher(None, body(old[g]), body(new[c])).ratio()
+                if ratio >= RENAME_SIMILARITY:
+                    scored.append((-ratio, g, c))
+    used: set[Key] = set()
+    out = []
+    for _, g, c in sorted(scored):
+        if g in used or c in used:
+            continue
+        used |= {g, c}
+        out.append(Flag("rename", g[0], shown(g),
+                        f"looks renamed to `{shown(c)}`: that is a delete and a create; workloads, quota usage and "
+                        "status do not move to the new object"))
+    return out

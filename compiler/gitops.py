@@ -1,0 +1,101 @@
+"""GitOps naming conventions (ArgoCD objects, ``out/`` folders) and the rules that keep them apart.
+
+Names, with ``P`` = ``spec.gitops.project`` (default ``gpupolicy``):
+
+- AppProject ``P`` (bootstrap): may only create Applications and AppProjects in Argo CD's namespace;
+- Application ``P-<cluster>`` (bootstrap, one per cluster): the app-of-apps root, syncs
+  ``<path>/argocd/<cluster>/``;
+- AppProject ``P-<cluster>``: the lane of the cluster's rendered components;
+- AppProject ``P-<cluster>-addons``: the lane of the upstream charts installed on the cluster;
+- Application ``P-<cluster>-<component>`` syncs ``<path>/<cluster>/<component>/``;
+- Application ``P-<cluster>-<chart>`` installs a chart (``kueue-chart``, ``gpu-operator-chart``,
+  ``dra-driver-chart``).
+
+Kept in its own module (no lowering imports) so the semantic checks can use it.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+from urllib.parse import urlsplit
+
+from compiler.diagnostics import Diagnostic, Severity
+from compiler.manifest import COMPONENTS
+from compiler.policy import Policy
+from compiler.rules import define
+
+BOOTSTRAP = "bootstrap"  # out/argocd/bootstrap: applied once by hand, synced by nothing
+CHART_KEYS = ("kueue-chart", "gpu-operator-chart", "dra-driver-chart")
+# out/ folders gpupolicy owns besides the clusters' own.
+RESERVED = frozenset({"argocd", "reports", BOOTSTRAP})
+MAX_TRACKED_NAME = 63  # label-based resource tracking puts the app name in a label value
+
+CLUSTER_NAME = define(
+    "GITOPS010",
+    "Cluster names keep out/ folders and ArgoCD names apart: not `argocd`, `reports` or `bootstrap`, and "
+    "not `<other cluster>-<component>`.",
+    "clusters:\n- name: onprem\n- name: cloud",
+    "clusters:\n- name: onprem\n- name: onprem-kueue   # root app collides with onprem's kueue app",
+)
+LONG_NAME = define(
+    "GITOPS011",
+    "Generated Application names fit in 63 characters, so label-based resource tracking keeps working.",
+    "gitops: {project: gpupolicy}   # gpupolicy-onprem-gpu-operator-chart",
+    "gitops: {project: a-very-long-project-name-of-forty-characters}",
+    Severity.WARNING,
+)
+
+
+def server(policy: Policy, cluster: str) -> str:
+    """The API server URL as written in the fleet file (Argo CD matches its cluster Secrets by the
+    exact string; the parsed URL would drop a default port such as ``:443``), minus a bare "/"."""
+    spec = policy.fleet.spec
+    index = next(i for i, c in enumerate(spec.clusters) if c.name == cluster)
+    try:
+        url = str(policy.fleet_src.data["spec"]["clusters"][index]["apiServer"])
+    except (KeyError, IndexError, TypeError):
+        url = str(spec.clusters[index].api_server)
+    return url[:-1] if url.endswith("/") and urlsplit(url).path == "/" else url
+
+
+def root_project(policy: Policy) -> str:
+    return policy.fleet.spec.gitops.project
+
+
+def cluster_project(policy: Policy, cluster: str) -> str:
+    return f"{root_project(policy)}-{cluster}"
+
+
+def addons_project(policy: Policy, cluster: str) -> str:
+    return f"{root_project(policy)}-{cluster}-addons"
+
+
+def app_name(policy: Policy, cluster: str, part: str | None = None) -> str:
+    """Root app of a cluster (``part`` None), or its component / chart app."""
+    base = f"{root_project(policy)}-{cluster}"
+    return base if part is None else f"{base}-{part}"
+
+
+def check_gitops(policy: Policy) -> Iterator[Diagnostic]:
+    src = policy.fleet_src
+    names = [c.name for c in policy.fleet.spec.clusters]
+    parts = (*COMPONENTS, *CHART_KEYS)
+    for ci, name in enumerate(names):
+        loc = src.locate(("spec", "clusters", ci, "name"))
+        if name in RESERVED:
+            yield CLUSTER_NAME.diag(f"cluster name {name!r} is reserved: out/{name}/ holds gpupolicy's own files",
+                                    loc, hint="rename the cluster")
+            continue
+        for other in names:
+            for part in parts:
+                if other != name and name == f"{other}-{part}":
+                    yield CLUSTER_NAME.diag(
+                        f"cluster {name!r}: its root Application would be named like cluster {other!r}'s "
+                        f"{part} Application ({app_name(policy, name)})", loc, hint="rename the cluster")
+        longest = max((app_name(policy, name, p) for p in parts), key=len)
+        if len(longest) > MAX_TRACKED_NAME:
+            yield LONG_NAME.diag(
+                f"Application {longest!r} is {len(longest)} characters; label-based tracking allows "
+                f"{MAX_TRACKED_NAME}", loc,
+                hint="shorten spec.gitops.project or the cluster name, or keep Argo CD's default "
+                "annotation-based tracking")

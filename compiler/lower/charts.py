@@ -1,0 +1,157 @@
+"""Upstream Helm charts gpupolicy installs per cluster, at pinned versions, with generated values.
+
+Each becomes one ArgoCD Application (``compiler.lower.argocd``) whose ``helm.valuesObject`` is
+computed here; values never go to a file under ``out/`` (SPEC §9):
+
+- **Kueue** (``oci://registry.k8s.io/kueue/charts/kueue``, chart version = Kueue version without
+  the ``v``) on clusters that get Kueue objects: ``managerConfig.controllerManagerConfigYaml`` is
+  the YAML of ``compiler.lower.kueue.manager_config``; the image is pinned to the same release.
+- **GPU Operator** (``https://helm.ngc.nvidia.com/nvidia``, chart ``gpu-operator``, versions carry
+  a ``v``) on clusters with GPU pools: values from ``compiler.lower.gpu_operator``.
+- **NVIDIA DRA driver** (``oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu``,
+  strict semver without ``v``) on clusters with ``dra: true`` and GPU pools: values from
+  ``dra_driver_values`` below.
+
+Defaults (SPEC §9, overridable in ``spec.versions`` and per cluster in ``clusters[].versions``):
+Kueue v0.19.2, GPU Operator v26.7.0, DRA driver 0.4.1 (the last tag of
+kubernetes-sigs/dra-driver-nvidia-gpu in the snapshot).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.emit import dump_yaml
+from compiler.manifest import Manifest
+from compiler.model.fleet import MpsCut, TimeSlicingCut
+from compiler.policy import Policy
+
+KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
+KUEUE_IMAGE = "registry.k8s.io/kueue/kueue"
+GPU_OPERATOR_REPO = "https://helm.ngc.nvidia.com/nvidia"
+DRA_DRIVER_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
+DEFAULT_KUEUE = "v0.19.2"
+DEFAULT_DRA_DRIVER = "0.4.1"
+PRIVILEGED = {"pod-security.kubernetes.io/enforce": "privileged"}  # driver/toolkit/plugin DaemonSets
+# Where the GPU Operator's driver container exposes the driver on the host.
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart install: where it comes from, which version, where it goes, with what values."""
+
+    key: str  # Application name suffix, e.g. "kueue-chart"
+    repo_url: str
+    chart: str | None  # None for OCI artifact sources (path ".")
+    version: str
+    release: str
+    namespace: str
+    values: dict[str, Any]
+    namespace_labels: dict[str, str] = field(default_factory=dict)
+    ignore_differences: tuple[dict[str, Any], ...] = ()
+
+    def source(self) -> dict[str, Any]:
+        src: dict[str, Any] = {"repoURL": self.repo_url, "targetRevision": self.version}
+        if self.chart is None:
+            src["path"] = "."  # Argo CD >= 3.1 OCI source: the chart is the artifact itself
+        else:
+            src["chart"] = self.chart
+        src["helm"] = {"releaseName": self.release, "valuesObject": self.values}
+        return src
+
+
+def _plain(version: str) -> str:
+    return version[1:] if version.startswith("v") else version
+
+
+def _with_v(version: str) -> str:
+    return version if version.startswith("v") else f"v{version}"
+
+
+def kueue_version(policy: Policy, cluster: str) -> str:
+    c = policy.clusters[cluster]
+    return _with_v(c.versions.kueue or policy.fleet.spec.versions.kueue or DEFAULT_KUEUE)
+
+
+def dra_driver_version(policy: Policy, cluster: str) -> str:
+    c = policy.clusters[cluster]
+    return _plain(c.versions.dra_driver or policy.fleet.spec.versions.dra_driver or DEFAULT_DRA_DRIVER)
+
+
+def kueue_values(policy: Policy, cluster: str) -> dict[str, Any]:
+    from compiler.lower.kueue import manager_config
+
+    version = kueue_version(policy, cluster)
+    return {
+        "controllerManager": {"manager": {"image": {
+            "repository": KUEUE_IMAGE, "tag": version, "pullPolicy": "IfNotPresent"}}},
+        "managerConfig": {"controllerManagerConfigYaml": dump_yaml(manager_config(policy, cluster))},
+    }
+
+
+def dra_driver_values(policy: Policy, cluster: str) -> dict[str, Any]:
+    """Values for the NVIDIA DRA driver chart, kept minimal.
+
+    - GPU allocation on (``resources.gpus.enabled``) with ``gpuResourcesEnabledOverride``: the
+      chart refuses GPU resources without it, because its kubelet plugin must not share a node with
+      the device plugin — the GPU Operator values disable the device plugin on DRA clusters.
+    - ComputeDomains (multi-node NVLink / IMEX) off: gpupolicy has no intent that needs them.
+    - ``nvidiaDriverRoot``: the GPU Operator's driver root unless its values disable the driver
+      (nodes bring their own, installed at ``/``).
+    - Feature gates the pools need: time-sliced pools → ``TimeSlicingSettings``, MPS pools →
+      ``MPSSupport`` (user-mediated sharing through a shared claim's ``GpuConfig``); then the
+      fleet's explicit ``featureGates.draDriver`` for the cluster, which win.
+    """
+    from compiler.lower.gpu_operator import gpu_operator_values
+
+    c = policy.clusters[cluster]
+    driver = gpu_operator_values(policy, cluster).get("driver", {})
+    gates: dict[str, bool] = {}
+    if any(isinstance(p.cut, TimeSlicingCut) for p in c.pools):
+        gates["TimeSlicingSettings"] = True
+    if any(isinstance(p.cut, MpsCut) for p in c.pools):
+        gates["MPSSupport"] = True
+    gates.update(c.feature_gates.dra_driver)
+    values: dict[str, Any] = {
+        "gpuResourcesEnabledOverride": True,
+        "nvidiaDriverRoot": "/" if driver.get("enabled") is False else OPERATOR_DRIVER_ROOT,
+        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+    }
+    if gates:
+        values["featureGates"] = dict(sorted(gates.items()))
+    return values
+
+
+# Kueue's internal certificate manager writes the CA into its webhooks and CRD conversion
+# webhooks after install; the chart renders none, so only a client-side diff would see it.
+_CA_BUNDLES = (
+    {"group": "admissionregistration.k8s.io", "kind": "MutatingWebhookConfiguration",
+     "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+    {"group": "admissionregistration.k8s.io", "kind": "ValidatingWebhookConfiguration",
+     "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"]},
+    {"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition",
+     "jqPathExpressions": [".spec.conversion.webhook?.clientConfig?.caBundle"]},
+)
+
+
+def cluster_charts(policy: Policy, cluster: str, manifests: list[Manifest]) -> list[Chart]:
+    """The charts one cluster needs, decided by what was lowered for it and its pools."""
+    c = policy.clusters[cluster]
+    charts: list[Chart] = []
+    if any(m.api_version.startswith("kueue.x-k8s.io/") for m in manifests):
+        charts.append(Chart("kueue-chart", KUEUE_CHART, None, _plain(kueue_version(policy, cluster)),
+                            "kueue", "kueue-system", kueue_values(policy, cluster),
+                            ignore_differences=_CA_BUNDLES))
+    if c.pools:
+        from compiler.lower.gpu_operator import NAMESPACE, gpu_operator_values, operator_version
+
+        charts.append(Chart("gpu-operator-chart", GPU_OPERATOR_REPO, "gpu-operator",
+                            _with_v(operator_version(policy, c)), "gpu-operator", NAMESPACE,
+                            gpu_operator_values(policy, cluster), namespace_labels=PRIVILEGED))
+        if c.dra:
+            charts.append(Chart("dra-driver-chart", DRA_DRIVER_CHART, None, dra_driver_version(policy, cluster),
+                                "dra-driver-nvidia-gpu", "dra-driver-nvidia-gpu",
+                                dra_driver_values(policy, cluster), namespace_labels=PRIVILEGED))
+    return charts
