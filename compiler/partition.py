@@ -29,6 +29,19 @@ MIG_MIXED_ONLY = define(
 )
 
 
+def shape_problem(pool: NodePool) -> str | None:
+    """Why a MIG cut has no per-GPU layout at all (MIG010), or None."""
+    cut = pool.cut
+    assert isinstance(cut, MigCut)
+    if (cut.layout is None) == (cut.devices is None):
+        return "give exactly one of cut.layout and cut.devices"
+    if cut.devices is not None:
+        total = sum(g.gpus for g in cut.devices)
+        if total != pool.gpus_per_node:
+            return f"cut.devices describe {total} GPUs but a node has {pool.gpus_per_node}"
+    return None
+
+
 def pool_mig_devices(pool: NodePool, catalog: Catalog) -> tuple[list[dict[str, int]] | None, list[MigProblem], str]:
     """Per-GPU profile counts for one node of a MIG pool, the problems, and the key they concern."""
     cut = pool.cut
@@ -36,6 +49,8 @@ def pool_mig_devices(pool: NodePool, catalog: Catalog) -> tuple[list[dict[str, i
     model = catalog.get(pool.model)
     if model is None:
         return None, [], "model"  # reported as an unknown reference by the semantic checks
+    if shape_problem(pool) is not None:
+        return None, [], "cut"  # MIG010, reported by pool_mig_instances; no per-GPU layout exists
     if cut.layout is not None:
         resolved = resolve_layout(model, cut.layout, driver=pool.driver, gpus=pool.gpus_per_node)
         if isinstance(resolved, MigProblem):
@@ -59,16 +74,12 @@ def pool_mig_instances(
     if not isinstance(cut, MigCut):
         return None, []
     cut_path = base + ("cut",)
-    if (cut.layout is None) == (cut.devices is None):
-        return None, [MIG_SHAPE.diag(f"pool {pool.name!r}: give exactly one of cut.layout and cut.devices",
-                                     src.locate(cut_path), hint="e.g. layout: all-balanced")]
-    if cut.devices is not None:
-        total = sum(g.gpus for g in cut.devices)
-        if total != pool.gpus_per_node:
-            return None, [MIG_SHAPE.diag(
-                f"pool {pool.name!r}: cut.devices describe {total} GPUs but a node has {pool.gpus_per_node}",
-                src.locate(cut_path + ("devices",)),
-                hint="list every GPU of the node: MIG Manager leaves unlisted GPUs as they were")]
+    problem = shape_problem(pool)
+    if problem is not None:
+        where = cut_path + ("devices",) if cut.devices is not None and cut.layout is None else cut_path
+        hint = ("list every GPU of the node: MIG Manager leaves unlisted GPUs as they were"
+                if where[-1] == "devices" else "e.g. layout: all-balanced")
+        return None, [MIG_SHAPE.diag(f"pool {pool.name!r}: {problem}", src.locate(where), hint=hint)]
     if cut.strategy != "mixed":
         strategy_diag = [MIG_MIXED_ONLY.diag(
             f"pool {pool.name!r} asks for the {cut.strategy} MIG strategy; the GPU Operator runs one strategy per "

@@ -65,6 +65,10 @@ CASES = [
     ("two default priorities", "fleet.yaml", "value: 10\n", "value: 10\n      default: true\n", "FLEET007",
      None),
     ("mig profile of another model", "fleet.yaml", "layout: all-balanced", "layout: all-1g.5gb", "MIG", "layout"),
+    ("mig cut without layout (fuzz regression)", "fleet.yaml", "            layout: all-balanced\n", "", "MIG010",
+     ("fleet.yaml", "cut:", 1)),
+    ("mig devices short of the node", "fleet.yaml", "layout: all-balanced",
+     "devices: [{gpus: 4, profiles: {3g.40gb: 2}}]", "MIG010", ("fleet.yaml", "devices: [{gpus: 4", 1)),
     ("timeslicing replicas out of range", "fleet.yaml", "replicas: 4", "replicas: 1", "SCHEMA002",
      "replicas: 1"),
 ]
