@@ -79,7 +79,8 @@ def pool_mig_instances(
         where = cut_path + ("devices",) if cut.devices is not None and cut.layout is None else cut_path
         hint = ("list every GPU of the node: MIG Manager leaves unlisted GPUs as they were"
                 if where[-1] == "devices" else "e.g. layout: all-balanced")
-        return None, [MIG_SHAPE.diag(f"pool {pool.name!r}: {problem}", src.locate(where), hint=hint)]
+        return None, [MIG_SHAPE.diag(f"pool {pool.name!r}: {problem}", src.locate(where, key=where == cut_path),
+                                     hint=hint)]
     if cut.strategy != "mixed":
         strategy_diag = [MIG_MIXED_ONLY.diag(
             f"pool {pool.name!r} asks for the {cut.strategy} MIG strategy; the GPU Operator runs one strategy per "
