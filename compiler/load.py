@@ -17,8 +17,10 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml import nodes as libyaml_nodes
 
 from compiler.diagnostics import Diagnostic, Location
+from compiler.load_fast import compose as compose_fast
 from compiler.rules import define
 
 YamlPath = tuple[str | int, ...]
@@ -104,6 +106,10 @@ class SourceFile:
 
 
 _INT = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")
+# Nodes come from ruamel or, for ordinary files, from libyaml (compiler.load_fast).
+_MAPPING = (MappingNode, libyaml_nodes.MappingNode)
+_SEQUENCE = (SequenceNode, libyaml_nodes.SequenceNode)
+_SCALAR = (ScalarNode, libyaml_nodes.ScalarNode)
 
 
 class _Converter:
@@ -133,13 +139,13 @@ class _Converter:
             return None
         self.src.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         tag = str(getattr(node.tag, "value", node.tag) or "")
-        if isinstance(node, MappingNode):
+        if isinstance(node, _MAPPING):
             return self.mapping(node, path, depth, tag)
-        if isinstance(node, SequenceNode):
+        if isinstance(node, _SEQUENCE):
             if tag not in ("tag:yaml.org,2002:seq", "", "!"):
                 self.bad_tag(node, tag)
             return [self.convert(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
-        assert isinstance(node, ScalarNode)
+        assert isinstance(node, _SCALAR)
         return self.scalar(node, tag)
 
     def mapping(self, node: MappingNode, path: YamlPath, depth: int, tag: str) -> dict[str, Any]:
@@ -155,7 +161,7 @@ class _Converter:
                                   hint="write the keys out; merges hide where a value comes from")
                 )
                 continue
-            if not isinstance(knode, ScalarNode):
+            if not isinstance(knode, _SCALAR):
                 self.diags.append(LOAD_KEY.diag("mapping key is not a plain string", self.loc(knode)))
                 continue
             key = str(knode.value)
@@ -235,9 +241,10 @@ def load_text(display_path: str, raw: bytes) -> tuple[SourceFile | None, list[Di
     if text.startswith("\ufeff"):
         text = text[1:]
     src = SourceFile(display_path, text, None)
+    fast = compose_fast(text)
     yaml = YAML(typ="safe", pure=True)
     try:
-        docs = list(yaml.compose_all(text))
+        docs = [fast] if fast is not None else list(yaml.compose_all(text))
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         loc = Location(display_path, mark.line + 1, mark.column + 1) if mark else whole

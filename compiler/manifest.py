@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 # Components of SPEC §9, in the order ArgoCD syncs them (lowest wave first).
@@ -46,6 +47,10 @@ class Manifest:
     ``cluster`` is the target cluster name, or ``"argocd"`` for objects of the GitOps control
     plane. ``sources`` names the policy files (repo-relative) the object derives from; it feeds
     the header comment and CODEOWNERS.
+
+    The identity properties are computed once: global passes (ArgoCD, CODEOWNERS, sorting) read
+    them ~10 times per object, 700,000 times on the 1,000-team benchmark. Build ``obj`` fully
+    before reading them.
     """
 
     cluster: str
@@ -53,24 +58,24 @@ class Manifest:
     obj: dict[str, Any]
     sources: tuple[str, ...] = field(default=())
 
-    @property
+    @cached_property
     def api_version(self) -> str:
         return str(self.obj.get("apiVersion", ""))
 
-    @property
+    @cached_property
     def kind(self) -> str:
         return str(self.obj.get("kind", ""))
 
-    @property
+    @cached_property
     def name(self) -> str:
         return str(self.obj.get("metadata", {}).get("name", ""))
 
-    @property
+    @cached_property
     def namespace(self) -> str | None:
         ns = self.obj.get("metadata", {}).get("namespace")
         return str(ns) if ns else None
 
-    @property
+    @cached_property
     def relpath(self) -> str:
         """Path under ``out/``: ``<cluster>/<component>/<kind>.<namespace-or-_>.<name>.yaml``."""
         ns = self.namespace or "_"

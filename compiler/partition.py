@@ -88,8 +88,8 @@ def pool_mig_instances(
             hint="remove strategy (mixed is the default); class resources are nvidia.com/mig-<profile>")]
     else:
         strategy_diag = []
-    devices, problems, where = pool_mig_devices(pool, catalog)
-    loc = src.locate(cut_path + (where,) if where != "model" else base + ("model",))
+    devices, problems, key = pool_mig_devices(pool, catalog)
+    loc = src.locate(cut_path + (key,) if key != "model" else base + ("model",))
     diags = strategy_diag + [p.diagnostic(loc, path=".".join(str(p) for p in cut_path)) for p in problems]
     if devices is None or strategy_diag or any(p.severity.value == "error" for p in problems):
         return None, diags

@@ -7,6 +7,7 @@ never touch files.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from compiler.allocation import Allocation
 from compiler.catalog import Catalog
@@ -45,11 +46,12 @@ class Policy:
     classes: dict[str, dict[str, GpuClass]] = field(default_factory=dict)
     allocation: Allocation = field(default_factory=Allocation)
 
-    @property
+    # Computed once (the fleet is not modified after validation): passes ask per object.
+    @cached_property
     def clusters(self) -> dict[str, Cluster]:
         return {c.name: c for c in self.fleet.spec.clusters}
 
-    @property
+    @cached_property
     def departments(self) -> dict[str, Department]:
         return {d.name: d for d in self.fleet.spec.departments}
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 from compiler.allocation import TeamAllocation
+from compiler.jsonfast import dumps_sorted_indent2
 from compiler.policy import Policy
 
 
@@ -78,7 +78,8 @@ def _entry(e: TeamAllocation) -> dict[str, Any]:
 
 
 def render_json(policy: Policy) -> bytes:
-    return (json.dumps(allocation_data(policy), indent=2, sort_keys=True) + "\n").encode()
+    # == json.dumps(..., indent=2, sort_keys=True), ~3x faster (tests/test_emit_fast.py)
+    return (dumps_sorted_indent2(allocation_data(policy)) + "\n").encode()
 
 
 def _cohort_tree(policy: Policy) -> list[str]:

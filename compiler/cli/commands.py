@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from compiler.cli.render import FORMATS, choose_format
 from compiler.diagnostics import (
@@ -17,13 +18,13 @@ from compiler.diagnostics import (
     exit_code,
     sort_diagnostics,
 )
-from compiler.emit import diff_tree, read_tree, write_file_atomic, write_tree
-from compiler.admit import admit, parse_shape
-from compiler.explain import explain_team
-from compiler.pipeline import Options, Result, compile_policies
-from compiler.report import render_markdown
-from compiler.rules import all_rules
-from compiler.schemas import render_schemas
+
+# Stage modules are imported inside the commands: a cached `check` needs none of them.
+if TYPE_CHECKING:
+    from compiler.pipeline import Options, Result
+    from compiler.cache import Store
+    from compiler.incremental import Output
+    from compiler.outputs import TreeScan
 
 
 def _print_diags(diags: list[Diagnostic], opts: Options, ns: argparse.Namespace) -> None:
@@ -33,6 +34,8 @@ def _print_diags(diags: list[Diagnostic], opts: Options, ns: argparse.Namespace)
 
 
 def _compile(opts: Options, ns: argparse.Namespace, *, verify: bool | None = None) -> Result:
+    from compiler.pipeline import compile_policies
+
     if verify is not None:
         opts.verify = verify and opts.verify
     res = compile_policies(opts)
@@ -45,40 +48,55 @@ def cmd_validate(opts: Options, ns: argparse.Namespace) -> int:
     return exit_code(res.diagnostics, strict=opts.strict) if res.policy else EXIT_POLICY
 
 
+def _compile_cached(opts: Options, ns: argparse.Namespace, *, writing: bool = False
+                    ) -> tuple[Output, Store | None, TreeScan]:
+    """check and build: the incremental engine (compiler.incremental) unless --no-cache, with
+    out/ scanned meanwhile (compiler.outputs). ``check`` never writes outside the cache."""
+    from compiler.cache import Store
+    from compiler.emit import recover
+    from compiler.incremental import compile_incremental, from_result
+    from compiler.outputs import TreeScan
+    from compiler.pipeline import compile_policies
+
+    store = None if getattr(ns, "no_cache", False) else Store(opts.root)
+    if writing:
+        recover(opts.out_dir)  # finish a swap a killed build left half done before looking at out/
+    scan = TreeScan(opts.out_dir, store)
+    out = from_result(compile_policies(opts)) if store is None else compile_incremental(opts)
+    _print_diags(out.diagnostics, opts, ns)
+    if os.environ.get("GPUPOLICY_TIMINGS"):  # bench/: where an incremental run spends its time
+        print("gpupolicy: timings " + " ".join(f"{k}={v:.3f}" for k, v in out.timings.items()), file=sys.stderr)
+    return out, store, scan
+
+
 def cmd_build(opts: Options, ns: argparse.Namespace) -> int:
-    res = _compile(opts, ns)
-    code = exit_code(res.diagnostics, strict=opts.strict)
-    if res.policy is None or code != EXIT_OK:
+    from compiler.outputs import write
+
+    out, store, scan = _compile_cached(opts, ns, writing=True)
+    code = exit_code(out.diagnostics, strict=opts.strict)
+    if out.failed or code != EXIT_OK:
+        scan.result()  # reap the child
         print("gpupolicy: build failed; out/ left unchanged", file=sys.stderr)
         return EXIT_POLICY
-    changed = write_tree(opts.out_dir, res.out_files)
-    for rel, data in sorted(res.repo_files.items()):
-        changed |= write_file_atomic(opts.root / rel, data)
-    n = len(res.manifests)
-    print(f"gpupolicy: {n} objects in {len(res.out_files)} files "
+    from compiler.incremental import CacheEntryMissing, from_result
+    from compiler.pipeline import compile_policies
+
+    try:
+        changed = write(scan, opts.root, out, store)
+    except CacheEntryMissing:  # another process pruned the cache meanwhile: render everything
+        out = from_result(compile_policies(opts))
+        changed = write(scan, opts.root, out, None)
+    print(f"gpupolicy: {out.n_objects} objects in {len(out.out_digests)} files "
           f"({'updated' if changed else 'unchanged'})", file=sys.stderr)
-    _print_verify_stats(res)
+    _print_verify_stats(out.verify_stats)
     return EXIT_OK
 
 
-def _print_verify_stats(res: Result) -> None:
-    st = res.verify_stats
+def _print_verify_stats(st: dict[str, object]) -> None:
     if st:
         print(f"gpupolicy: verified {st.get('total_objects', 0)} objects: {st.get('cel_rules_evaluated', 0)} CRD CEL rules "
               f"evaluated, {st.get('transition_rules_skipped', 0)} transition (oldSelf) rules skipped, "
               f"{st.get('webhook_checks', 0)} Kueue webhook checks", file=sys.stderr)
-
-
-def stale_files(opts: Options, res: Result) -> list[tuple[str, str]]:
-    out_rel = opts.out_dir
-    stale = [(s, f"{_shown(out_rel, opts.root)}/{p}") for s, p in diff_tree(res.out_files, read_tree(opts.out_dir))]
-    for rel, data in sorted(res.repo_files.items()):
-        path = opts.root / rel
-        if not path.is_file():
-            stale.append(("missing", rel))
-        elif path.read_bytes() != data:
-            stale.append(("changed", rel))
-    return stale
 
 
 def _shown(path: Path, root: Path) -> str:
@@ -89,22 +107,28 @@ def _shown(path: Path, root: Path) -> str:
 
 
 def cmd_check(opts: Options, ns: argparse.Namespace) -> int:
-    res = _compile(opts, ns)
-    code = exit_code(res.diagnostics, strict=opts.strict)
-    if res.policy is None or code != EXIT_OK:
+    from compiler.outputs import stale as stale_outputs
+
+    out, store, scan = _compile_cached(opts, ns)
+    code = exit_code(out.diagnostics, strict=opts.strict)
+    if out.failed or code != EXIT_OK:
+        scan.result()  # reap the child
         return EXIT_POLICY
-    stale = stale_files(opts, res)
+    stale = stale_outputs(scan, opts.root, _shown(opts.out_dir, opts.root), out, store)
     if stale:
         for status, path in stale:
             print(f"stale: {status:8} {path}", file=sys.stderr)
         print(f"gpupolicy: {len(stale)} generated file(s) are stale; run `gpupolicy build` and commit",
               file=sys.stderr)
         return EXIT_POLICY
-    print(f"gpupolicy: out/ is up to date ({len(res.out_files)} files)", file=sys.stderr)
+    print(f"gpupolicy: out/ is up to date ({len(out.out_digests)} files)", file=sys.stderr)
     return EXIT_OK
 
 
 def cmd_schema(opts: Options, ns: argparse.Namespace) -> int:
+    from compiler.emit import write_file_atomic
+    from compiler.schemas import render_schemas
+
     for name, data in render_schemas().items():
         write_file_atomic(opts.root / "schemas" / name, data)
     print(f"gpupolicy: wrote {len(render_schemas())} schemas to schemas/", file=sys.stderr)
@@ -112,6 +136,8 @@ def cmd_schema(opts: Options, ns: argparse.Namespace) -> int:
 
 
 def cmd_report(opts: Options, ns: argparse.Namespace) -> int:
+    from compiler.report import render_markdown
+
     res = _compile(opts, ns, verify=False)
     if res.policy is None or exit_code(res.diagnostics) != EXIT_OK:
         return EXIT_POLICY
@@ -120,6 +146,9 @@ def cmd_report(opts: Options, ns: argparse.Namespace) -> int:
 
 
 def cmd_explain(opts: Options, ns: argparse.Namespace) -> int:
+    from compiler.admit import admit, parse_shape
+    from compiler.explain import explain_team
+
     res = _compile(opts, ns, verify=False)
     if res.policy is None or exit_code(res.diagnostics) != EXIT_OK:
         return EXIT_POLICY
@@ -179,6 +208,8 @@ def cmd_nodes(opts: Options, ns: argparse.Namespace) -> int:
 
 
 def cmd_rules(examples: bool) -> int:
+    from compiler.rules import all_rules
+
     for rule in all_rules().values():
         print(f"{rule.id}  [{rule.severity.value}] {rule.summary}")
         if examples:

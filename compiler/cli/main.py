@@ -6,13 +6,14 @@ Exit codes: 0 ok, 1 policy errors (warnings too under --strict), 2 usage or envi
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
 from typing import Sequence
 
 from compiler.diagnostics import EXIT_USAGE, UsageError
-from compiler.pipeline import Options, default_crds
+from compiler.pipeline import LARGE_HEAP_THRESHOLDS, Options, default_crds
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,6 +34,8 @@ def _common(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("text", "jso
     p.add_argument("--strict", action="store_true", help="warnings fail the run; missing CRDs are errors")
     p.add_argument("--format", choices=list(formats), default=None, help=format_help)
     p.add_argument("--no-verify", action="store_true", help="skip the verify stage (faster, unsafe)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="check/build: compile everything, ignoring .gpupolicy-cache/ (safe to delete)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,4 +111,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entrypoint() -> None:
-    sys.exit(main())
+    # The collector thresholds compile_policies uses (pipeline.fewer_collections), for the whole
+    # command: restoring the defaults after a large build makes the next allocations pay a full
+    # collection of everything it built (~1 s at 1,000 teams).
+    gc.set_threshold(*LARGE_HEAP_THRESHOLDS)
+    code = main()
+    # Skip the interpreter's teardown: freeing a large build's objects one by one takes ~0.15 s
+    # on the 1,000-team benchmark and nothing is left to clean up (files closed, children
+    # reaped); buffered output is flushed first.
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):
+        sys.exit(code)
+    os._exit(code)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.dra.accounting import Accounting, decide, dra_active
-from compiler.dra.inventory import DRIVER, Device, DeviceGroup, Inventory, cluster_inventory, resource_slice
+from compiler.dra.inventory import DRIVER, Device, DeviceGroup, Inventory, cluster_inventory, policy_inventory, resource_slice
 from compiler.dra.proof import ClassMatch, evaluate_class
 from compiler.dra.selectors import DRIVER_CLASSES, DRIVER_EXTENDED_RESOURCE, class_selector
 from compiler.policy import Policy
@@ -37,7 +37,7 @@ def dra_report(policy: Policy) -> dict[str, Any]:
         out[c.name] = entry
         if not dra_active(c):
             continue
-        inventory = cluster_inventory(c, policy.catalog)
+        inventory = policy_inventory(policy, c.name)
         entry["devices"] = {p.pool: {"perNode": sum(g.count for g in p.groups if not g.device.mig_parent) // p.nodes,
                                      "total": sum(g.count for g in p.groups if not g.device.mig_parent),
                                      "serving": p.serving} for p in inventory.pools}

@@ -38,6 +38,7 @@ from typing import Any, Iterator, Mapping
 from compiler.catalog import Catalog, GpuModel
 from compiler.catalog.model import MigProfile
 from compiler.classes import class_id, pool_units
+from compiler.memo import per_policy
 from compiler.mig import lookup_profile, pack
 from compiler.mig.check import ProfileMatch
 from compiler.model.fleet import Cluster, MigCut, NodePool
@@ -271,3 +272,10 @@ def resource_slice(cluster: Cluster, pool: NodePool, catalog: Catalog, node: int
             "devices": [d.as_slice_entry() for d in devices if parents or not d.mig_parent],
         },
     }
+
+
+@per_policy
+def policy_inventory(policy: Any, cluster: str) -> Inventory:
+    """``cluster_inventory`` once per policy: semantic checks, REPORT.md and allocation.json all
+    prove DeviceClasses against it (and ``evaluate_class`` memoises on it)."""
+    return cluster_inventory(policy.clusters[cluster], policy.catalog)

@@ -78,7 +78,18 @@ def _eval(program: Any, expr: str, entry: dict[str, Any]) -> bool:
 
 
 def evaluate_class(name: str, selectors: Sequence[str], inventory: Inventory) -> ClassMatch:
-    """Match ``selectors`` (ANDed, as Kubernetes does) against every device group."""
+    """Match ``selectors`` (ANDed, as Kubernetes does) against every device group.
+
+    Memoised on the (immutable) inventory: checks and both reports ask the same questions; the
+    result is shared, so callers only read it."""
+    memo = inventory.__dict__.setdefault("_matches", {})
+    key = (name, tuple(selectors))
+    if key not in memo:
+        memo[key] = _evaluate_class(name, selectors, inventory)
+    return memo[key]
+
+
+def _evaluate_class(name: str, selectors: Sequence[str], inventory: Inventory) -> ClassMatch:
     result = ClassMatch(name)
     programs: list[tuple[int, str, Any, set[str]]] = []
     for i, expr in enumerate(selectors):

@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 
 from compiler.diagnostics import Diagnostic, Location, Severity
 from compiler.dra.accounting import dra_active, k8s_gate, kueue_version, version_tuple
-from compiler.dra.inventory import Inventory, cluster_inventory
+from compiler.dra.inventory import Inventory, policy_inventory
 from compiler.dra.proof import ClassMatch, evaluate_class
 from compiler.dra.selectors import DRIVER_CLASSES, class_selector
 from compiler.load import YamlPath
@@ -150,7 +150,7 @@ def _custom_refs(policy: Policy, c: Cluster, base: YamlPath) -> Iterator[Diagnos
 
 
 def _prove(policy: Policy, c: Cluster, base: YamlPath, bad: set[str | None]) -> Iterator[Diagnostic]:
-    inventory = cluster_inventory(c, policy.catalog)
+    inventory = policy_inventory(policy, c.name)
     classes = policy.classes.get(c.name, {})
     pool_index = {p.name: i for i, p in enumerate(c.pools)}
     for cls in classes.values():

@@ -83,6 +83,7 @@ from compiler.lower.common import (
 )
 from compiler.lower.attribution import attribution_report, dcgm_attribution_values  # noqa: F401 (public here)
 from compiler.manifest import Manifest
+from compiler.memo import per_policy
 from compiler.policy import Policy
 
 VAP_API = "admissionregistration.k8s.io/v1"
@@ -102,6 +103,7 @@ TRAINING_NAMESPACES = {"matchExpressions": [
 ]}
 
 
+@per_policy
 def queued_workloads(policy: Policy, cluster: str) -> list[Workload]:
     """The kinds Kueue manages on ``cluster`` (unknown framework names are not checked)."""
     from compiler.lower.kueue import manager_config

@@ -17,6 +17,7 @@ from compiler.dra.selectors import class_selector
 from compiler.lower.common import LABEL_CLASS, LABEL_TEAM, obj
 from compiler.lower.kueue import training_namespaces
 from compiler.manifest import Manifest
+from compiler.memo import per_policy
 from compiler.policy import Policy, Team
 
 DRA_API = "resource.k8s.io/v1"
@@ -34,6 +35,7 @@ class DraClass:
     custom: bool
 
 
+@per_policy
 def device_classes(policy: Policy, cluster: str) -> list[DraClass]:
     """Every DeviceClass of a DRA cluster, generated first (sorted), then the fleet's own."""
     c = policy.clusters[cluster]
@@ -63,9 +65,9 @@ def lower_device_classes(policy: Policy, cluster: str) -> list[Manifest]:
 
 def queued_classes(policy: Policy, cluster: str) -> set[str]:
     """GPU classes some team's ClusterQueue covers on the cluster (training pools, a budget)."""
-    classes = policy.classes.get(cluster, {})
-    return {e.gpu_class for e in policy.allocation.entries
-            if e.cluster == cluster and e.gpu_class in classes and classes[e.gpu_class].training_pools}
+    # per class, not per allocation entry: asked once per team and cluster (via manager_config)
+    return {cid for cid, cls in policy.classes.get(cluster, {}).items()
+            if cls.training_pools and policy.allocation.for_class(cluster, cid)}
 
 
 def device_class_mappings(policy: Policy, cluster: str) -> list[dict[str, Any]]:

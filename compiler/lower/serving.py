@@ -25,7 +25,7 @@ from compiler.lower.common import (
 from compiler.manifest import Manifest
 from compiler.model.fleet import NodePool
 from compiler.policy import Policy, Team
-from compiler.serving.plan import Resolved, deployments, model_label, vllm_image
+from compiler.serving.plan import Resolved, deployments, model_label, resolve, vllm_image
 from compiler.serving.sizing import startup_budget_seconds
 
 PRIORITY_CLASS = "gpupolicy-serving"
@@ -73,8 +73,11 @@ def lower_serving_priority(policy: Policy, cluster: str) -> list[Manifest]:
 def lower_serving(policy: Policy, team: Team, cluster: str) -> list[Manifest]:
     out: list[Manifest] = []
     sources = (policy.fleet_src.path, team.path)
-    for r in deployments(policy, cluster):
-        if r.team.name != team.name or r.pool is None:
+    for i, dep in enumerate(team.model.spec.serving):  # this team's only: the pass runs per team
+        if dep.cluster != cluster:
+            continue
+        r = resolve(policy, team, i, dep)
+        if r.pool is None:
             continue
         out.extend(Manifest(cluster, "serving", o, sources) for o in serving_objects(policy, r))
     return out

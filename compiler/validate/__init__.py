@@ -16,8 +16,9 @@ from compiler.validate.semantic import run_checks
 MAX_TEAMS = 5000
 
 
-def build_policy(sources: PolicySources) -> tuple[Policy | None, list[Diagnostic]]:
-    """Schema-check every file, assemble the ``Policy`` and run the semantic rules.
+def build_policy(sources: PolicySources, *, checks: bool = True) -> tuple[Policy | None, list[Diagnostic]]:
+    """Schema-check every file, assemble the ``Policy`` and run the semantic rules (unless
+    ``checks=False``: compiler.incremental runs them beside lowering, in a second process).
 
     Returns ``None`` when the files are too broken to assemble a policy; all diagnostics found
     so far are returned either way (one bad team file never hides another's problems)."""
@@ -63,5 +64,6 @@ def build_policy(sources: PolicySources) -> tuple[Policy | None, list[Diagnostic
         capacity,
     )
     policy = Policy(fleet, sources.fleet, tuple(teams), catalog, classes, allocation)
-    diags.extend(run_checks(policy))
+    if checks:
+        diags.extend(run_checks(policy))
     return policy, diags

@@ -375,10 +375,14 @@ def check_capacity(policy: Policy) -> Iterator[Diagnostic]:
                 f"{cid} on {cluster}: teams guarantee {total} ({parts}) but {held} {cls.capacity} "
                 f"({pools or 'none'})", teams[last.team].src.locate(last.path + ("guaranteed",)),
                 hint=f"reduce guarantees by {total - cls.capacity} or add nodes; serving-reserved pools do not count")
+        lendable: dict[str, int] = defaultdict(int)  # per team, so "the others" is linear, not quadratic
+        for o in entries:
+            lendable[o.team] += o.lendable
+        all_lendable = sum(lendable.values())
         for e in entries:
             if e.borrow.value is None or e.borrow.value == 0:
                 continue
-            others = sum(o.lendable for o in entries if o.team != e.team)
+            others = all_lendable - lendable[e.team]
             if e.borrow.value > others:
                 yield BORROW_NEVER.diag(
                     f"{e.team} may borrow {e.borrow.value} of {cid} on {cluster} but the other queues can lend at "

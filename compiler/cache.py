@@ -1,0 +1,186 @@
+"""The on-disk cache behind incremental ``check`` and ``build``: ``<root>/.gpupolicy-cache/``.
+
+Entries are addressed by a hash of exactly the inputs they were computed from (policy file
+bytes, the compiler's own source and installed dependencies, the CRD directory's contents,
+the options), so a changed input is a different key, never a stale hit. The cache is best
+effort: unreadable, corrupt or missing entries are misses, write failures are ignored, and
+deleting the directory is always safe. Nothing here ever writes into ``out/``.
+
+Values are ``marshal``-encoded plain data (dicts, lists, tuples, str, int, bytes): ~10x faster
+to read than pickle for these shapes and unable to execute code on load. A version tag in every
+key keeps entries of another Python or cache format apart.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import marshal
+import os
+import sys
+import time
+import zlib
+from pathlib import Path
+from typing import Any, Iterable
+
+CACHE_DIRNAME = ".gpupolicy-cache"
+FORMAT = "gpupolicy-cache-1"
+# Files modified this close to when the out/ state was recorded are re-read: their mtime may not
+# have ticked since (the "racy git" problem; ext4 mtimes move in jiffies).
+RACY_NS = 100_000_000
+
+
+def digest(*parts: bytes | str) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for p in parts:
+        b = p.encode() if isinstance(p, str) else p
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+def content_digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _files(root: Path) -> list[tuple[str, Path]]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
+        for name in filenames:
+            if not name.endswith((".pyc", ".pyo")) and not name.startswith("."):
+                p = Path(dirpath) / name
+                out.append((p.relative_to(root).as_posix(), p))
+    return sorted(out)
+
+
+def tree_fingerprint(root: Path | None) -> str:
+    """Hash of every file's path and bytes under ``root`` (e.g. the CRD directory)."""
+    if root is None:
+        return "none"
+    h = hashlib.blake2b(digest_size=16)
+    for rel, p in _files(root):
+        data = p.read_bytes()
+        h.update(rel.encode() + b"\0" + len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_fingerprint() -> str:
+    """The compiler's own files, the Python version and every installed distribution: a new
+    compiler, a changed rule or an upgraded validator invalidates every entry."""
+    import compiler
+
+    h = hashlib.blake2b(digest_size=16)
+    h.update(FORMAT.encode() + sys.version.encode())
+    h.update(tree_fingerprint(Path(compiler.__file__).parent).encode())
+    dists: set[str] = set()
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as it:
+                dists.update(e.name for e in it if e.name.endswith((".dist-info", ".egg-info", ".egg-link")))
+        except OSError:
+            continue
+    h.update("\n".join(sorted(dists)).encode())
+    return h.hexdigest()
+
+
+class Store:
+    """``kind/key`` → marshal-encoded value, written atomically."""
+
+    def __init__(self, root: Path) -> None:
+        self.dir = root / CACHE_DIRNAME
+        self.used: set[tuple[str, str]] = set()
+
+    def get(self, kind: str, key: str) -> Any | None:
+        try:
+            with open(self.dir / kind / key, "rb") as fh:
+                raw = fh.read()
+            value = marshal.loads(zlib.decompress(raw) if raw[:1] == b"x" else raw[1:])
+        except (OSError, EOFError, ValueError, TypeError, zlib.error):
+            return None
+        self.used.add((kind, key))
+        return value
+
+    def put(self, kind: str, key: str, value: Any, *, compress: bool = False) -> None:
+        data = marshal.dumps(value)
+        data = zlib.compress(data, 1) if compress else b"m" + data  # zlib streams start with "x"
+        target = self.dir / kind / key
+        tmp = target.with_name(f".{key}.{os.getpid()}.tmp")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            ignore = self.dir / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# gpupolicy's incremental cache; safe to delete\n*\n")
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, target)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            return
+        self.used.add((kind, key))
+
+    def prune(self, kinds: Iterable[str], keep_factor: int = 2) -> None:
+        """Drop entries this run did not use (read, wrote or marked in ``used``) once they
+        outnumber the used ones ``keep_factor`` times over (edits leave old entries behind; a
+        revert may still want the last few). Kinds that share keys (a unit's record, digests
+        and rendered files) are judged together, so they go together."""
+        kinds = tuple(kinds)
+        live = {k for kd, k in self.used if kd in kinds}
+        stale: list[Path] = []
+        for kind in kinds:
+            try:
+                stale += [self.dir / kind / n for n in os.listdir(self.dir / kind)
+                          if not n.startswith(".") and n not in live]
+            except OSError:
+                continue
+        if len(stale) > keep_factor * max(len(live), 16):
+            for path in stale:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+
+
+def scan_tree(root: Path, known: dict[str, Any] | None) -> tuple[dict[str, str], dict[str, Any] | None]:
+    """Digest of every file under ``root`` (relative posix path → digest), reading only files
+    whose size, mtime or inode changed since ``known`` was recorded, or that were modified too
+    close to that moment to trust their mtime. Returns the digests and the new state, or None
+    for the state when ``known`` still holds (nothing read, nothing gone)."""
+    files = known.get("files", {}) if known else {}
+    cutoff = (known.get("at", 0) if known else 0) - RACY_NS
+    digests: dict[str, str] = {}
+    state: dict[str, tuple[int, int, int, str]] = {}
+    read = 0
+
+    def walk(path: str, prefix: str) -> None:  # hot: one iteration per file (70,000 here)
+        nonlocal read
+        with os.scandir(path) as it:
+            entries = list(it)
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                walk(e.path, f"{prefix}{e.name}/")
+                continue
+            if not e.is_file(follow_symlinks=False):
+                continue
+            rel = prefix + e.name
+            st = e.stat(follow_symlinks=False)
+            old = files.get(rel)
+            if (old is not None and old[1] == st.st_mtime_ns and old[0] == st.st_size and old[2] == st.st_ino
+                    and st.st_mtime_ns < cutoff):
+                digests[rel] = old[3]
+                state[rel] = old
+                continue
+            with open(e.path, "rb") as fh:
+                d = content_digest(fh.read())
+            read += 1
+            digests[rel] = d
+            state[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, d)
+
+    at = time.time_ns()
+    if root.is_dir():
+        walk(str(root), "")
+    if known and not read and len(state) == len(files):
+        return digests, None
+    return digests, {"at": at, "files": state}

@@ -1,0 +1,80 @@
+"""``json.dumps(data, indent=2, sort_keys=True)``, the same bytes about 3x faster.
+
+With ``indent`` set, the standard library cannot use its C encoder and falls back to a
+generator per nesting level; allocation.json for 1,000 teams (4.7 MB, 4 million keys) took
+~0.3 s that way, a fifth of an incremental check. This writer appends to one list and uses the
+C string escaper. It handles dicts with ``str`` keys, lists, tuples, ``str``, ``int``, ``bool``,
+``None`` and finite floats; anything else (other key types, NaN, custom objects, cycles) goes to
+``json.dumps`` itself, so errors and edge cases stay the standard library's.
+tests/test_emit_fast.py compares both on generated data.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from json.encoder import encode_basestring_ascii
+from typing import Any
+
+_MAX_DEPTH = 500
+
+
+class _Fallback(Exception):
+    pass
+
+
+def dumps_sorted_indent2(data: Any) -> str:
+    out: list[str] = []
+    try:
+        _value(data, "\n", out, 0)
+    except _Fallback:
+        return json.dumps(data, indent=2, sort_keys=True)
+    return "".join(out)
+
+
+def _value(v: Any, nl: str, out: list[str], depth: int) -> None:
+    t = type(v)
+    if t is str:
+        out.append(encode_basestring_ascii(v))
+    elif t is dict:
+        if not v:
+            out.append("{}")
+            return
+        if depth > _MAX_DEPTH:
+            raise _Fallback
+        inner = nl + "  "
+        first = True
+        try:
+            keys = sorted(v)
+        except TypeError:
+            raise _Fallback from None
+        for k in keys:
+            if type(k) is not str:
+                raise _Fallback
+            out.append(("{" if first else ",") + inner + encode_basestring_ascii(k) + ": ")
+            first = False
+            _value(v[k], inner, out, depth + 1)
+        out.append(nl + "}")
+    elif t is list or t is tuple:
+        if not v:
+            out.append("[]")
+            return
+        if depth > _MAX_DEPTH:
+            raise _Fallback
+        inner = nl + "  "
+        first = True
+        for item in v:
+            out.append(("[" if first else ",") + inner)
+            first = False
+            _value(item, inner, out, depth + 1)
+        out.append(nl + "]")
+    elif v is None:
+        out.append("null")
+    elif t is bool:
+        out.append("true" if v else "false")
+    elif t is int:
+        out.append(int.__repr__(v))
+    elif t is float and math.isfinite(v):
+        out.append(float.__repr__(v))
+    else:
+        raise _Fallback

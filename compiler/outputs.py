@@ -1,0 +1,122 @@
+"""``check`` and ``build`` against the files on disk, for an ``incremental.Output``.
+
+``out/`` is compared by digest. The digests of the tree on disk come from ``scan_tree`` with
+the state recorded by the previous run (size, mtime, inode per file, as git's index does), so
+an unchanged 70,000-file tree costs a stat per file rather than a read; files whose stat
+changed, or whose mtime is too recent to trust, are read.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from compiler.cache import Store, content_digest, digest, scan_tree
+from compiler.emit import recover, write_file_atomic, write_tree
+from compiler.forked import in_child
+from compiler.incremental import Output
+
+
+class _Lazy(Mapping[str, bytes]):
+    def __init__(self, out: Output) -> None:
+        self.out = out
+
+    def __getitem__(self, rel: str) -> bytes:
+        assert self.out.fetch is not None
+        return self.out.fetch(rel)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.out.out_digests)
+
+    def __len__(self) -> int:
+        return len(self.out.out_digests)
+
+
+def _state_key(out_dir: Path) -> str:
+    return digest("outstate", str(out_dir.resolve()))
+
+
+def _scan(out_dir: Path, store: Store | None) -> dict[str, str]:
+    """Digests of the tree; the new state goes straight to the cache (it is large)."""
+    known = store.get("outstate", _state_key(out_dir)) if store is not None else None
+    digests, state = scan_tree(out_dir, known)
+    if store is not None and state is not None:
+        store.put("outstate", _state_key(out_dir), state)
+    return digests
+
+
+class TreeScan:
+    """The digests of ``out/`` as it is on disk. The scan (a stat per file, a read for the
+    changed ones) runs in a forked child while the parent compiles (``compiler.forked``)."""
+
+    def __init__(self, out_dir: Path, store: Store | None) -> None:
+        self.out_dir = out_dir
+        self.store = store
+        self._result = in_child(_scan, out_dir, store)
+
+    def result(self) -> dict[str, str]:
+        return self._result()
+
+
+def stale(scan: TreeScan, root: Path, shown_out: str, out: Output, store: Store | None) -> list[tuple[str, str]]:
+    """(status, path) of every generated file that differs from what the policies render."""
+    current = scan.result()
+    expected = out.out_digests
+    differ = [] if current == expected else [rel for rel, d in expected.items() if current.get(rel) != d]
+    differ += [rel for rel in current.keys() - expected.keys()] if differ or current != expected else []
+    found = []
+    for rel in sorted(differ):
+        if rel not in current:
+            found.append(("missing", f"{shown_out}/{rel}"))
+        elif rel not in expected:
+            found.append(("extra", f"{shown_out}/{rel}"))
+        else:
+            found.append(("changed", f"{shown_out}/{rel}"))
+    for rel, data in sorted(out.repo_files.items()):
+        path = root / rel
+        if not path.is_file():
+            found.append(("missing", rel))
+        elif path.read_bytes() != data:
+            found.append(("changed", rel))
+    return found
+
+
+def write(scan: TreeScan, root: Path, out: Output, store: Store | None) -> bool:
+    """Write ``out/`` (atomically, hard-linking unchanged files) and the repository files."""
+    out_dir = scan.out_dir
+    current = scan.result()
+    changed = write_tree(out_dir, _Lazy(out), digests=out.out_digests, current=current)
+    if store is not None and changed:
+        store.put("outstate", _state_key(out_dir), _recorded(out_dir, out.out_digests))
+    for rel, data in sorted(out.repo_files.items()):
+        changed |= write_file_atomic(root / rel, data)
+    return changed
+
+
+def _recorded(out_dir: Path, written: Mapping[str, str]) -> dict[str, Any]:
+    """State of a tree this process just wrote: stat each file, trust the digest it was written
+    with (files written within the racy window are re-read by the next scan anyway)."""
+    files: dict[str, tuple[int, int, int, str]] = {}
+    at = time.time_ns()
+
+    def walk(path: str, prefix: str) -> None:
+        with os.scandir(path) as it:
+            entries = list(it)
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                walk(e.path, f"{prefix}{e.name}/")
+            elif e.is_file(follow_symlinks=False):
+                rel = prefix + e.name
+                st = e.stat(follow_symlinks=False)
+                d = written.get(rel)
+                if d is None:
+                    with open(e.path, "rb") as fh:
+                        d = content_digest(fh.read())
+                files[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, d)
+
+    if out_dir.is_dir():
+        walk(str(out_dir), "")
+    return {"at": at, "files": files}
