@@ -41,6 +41,7 @@ from compiler.cache_records import (
 )
 from compiler.diagnostics import Diagnostic, Location, has_errors
 from compiler.forked import Pending, in_child
+from compiler.paths import display_path
 
 UNSUPPORTED_ONCE = "VERIFY006"
 
@@ -102,12 +103,6 @@ def from_result(res: Any) -> Output:
                   dict(res.repo_files), len(res.manifests), dict(res.verify_stats), files.__getitem__)
 
 
-def _rel(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
-
 
 class _Run:
     def __init__(self, opts: Any, store: Store) -> None:
@@ -150,7 +145,7 @@ class _Run:
                 return None  # the full pipeline reports unreadable files
         crds = tree_fingerprint(opts.crds) if opts.verify else "-"
         self.fp = digest(compiler_fingerprint(), crds, str(opts.strict), str(opts.verify),
-                         _rel(opts.policy_dir, opts.root), _rel(opts.out_dir, opts.root))
+                         display_path(opts.policy_dir, opts.root), display_path(opts.out_dir, opts.root))
         key_all = digest(self.fp, *[x for shown, data, _ in raw for x in (shown, data)],
                          *[repr(diag_out(d)) for d in diags0])
         self.lap("inputs")
@@ -287,8 +282,8 @@ class _Run:
         argocd = lower_argocd(policy, everything)
         fresh += argocd
         ordered = sorted(everything + argocd, key=Manifest.sort_key)
-        owners = in_child(render_codeowners, policy, ordered, _rel(opts.policy_dir, opts.root),
-                          _rel(opts.out_dir, opts.root))
+        owners = in_child(render_codeowners, policy, ordered, display_path(opts.policy_dir, opts.root),
+                          display_path(opts.out_dir, opts.root))
         self.children.append(owners)
         diags += check_manifests(policy, ordered)
         self.lap("global")

@@ -20,6 +20,7 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml import nodes as libyaml_nodes
 
 from compiler.diagnostics import Diagnostic, Location
+from compiler.paths import display_path
 from compiler.load_fast import compose as compose_fast
 from compiler.rules import define
 
@@ -288,10 +289,7 @@ def discover(policy_dir: Path, display_root: Path) -> tuple[list[tuple[Path, str
     files: list[tuple[Path, str]] = []
 
     def display(p: Path) -> str:
-        try:
-            return p.resolve().relative_to(display_root.resolve()).as_posix()
-        except ValueError:
-            return p.as_posix()
+        return display_path(p, display_root)
 
     fleet = policy_dir / "fleet.yaml"
     if not fleet.is_file():

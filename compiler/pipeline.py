@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from compiler.diagnostics import Diagnostic, has_errors
+from compiler.paths import display_path
 
 if TYPE_CHECKING:
     from compiler.manifest import Manifest
@@ -55,12 +56,6 @@ def default_crds(root: Path) -> Path | None:
             return cand
     return None
 
-
-def _rel(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
 
 
 LARGE_HEAP_THRESHOLDS = (100_000, 50, 100)
@@ -134,8 +129,8 @@ def _compile(opts: Options) -> Result:
     files.update(contract_files(policy))
     files.update(argocd_reports(policy, res.manifests))
     res.out_files = files
-    policy_rel = _rel(opts.policy_dir, opts.root)
-    out_rel = _rel(opts.out_dir, opts.root)
+    policy_rel = display_path(opts.policy_dir, opts.root)
+    out_rel = display_path(opts.out_dir, opts.root)
     res.repo_files[".github/CODEOWNERS"] = render_codeowners(policy, res.manifests, policy_rel, out_rel)
     for name, data in render_schemas().items():
         res.repo_files[f"schemas/{name}"] = data

@@ -18,6 +18,7 @@ from compiler.diagnostics import (
     exit_code,
     sort_diagnostics,
 )
+from compiler.paths import display_path
 
 # Stage modules are imported inside the commands: a cached `check` needs none of them.
 if TYPE_CHECKING:
@@ -99,12 +100,6 @@ def _print_verify_stats(st: dict[str, object]) -> None:
               f"{st.get('webhook_checks', 0)} Kueue webhook checks", file=sys.stderr)
 
 
-def _shown(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
-
 
 def cmd_check(opts: Options, ns: argparse.Namespace) -> int:
     from compiler.outputs import stale as stale_outputs
@@ -114,7 +109,7 @@ def cmd_check(opts: Options, ns: argparse.Namespace) -> int:
     if out.failed or code != EXIT_OK:
         scan.result()  # reap the child
         return EXIT_POLICY
-    stale = stale_outputs(scan, opts.root, _shown(opts.out_dir, opts.root), out, store)
+    stale = stale_outputs(scan, opts.root, display_path(opts.out_dir, opts.root), out, store)
     if stale:
         for status, path in stale:
             print(f"stale: {status:8} {path}", file=sys.stderr)
