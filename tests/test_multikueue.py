@@ -11,6 +11,7 @@ from compiler.lower.common import obj
 from compiler.manifest import Manifest
 from compiler.multikueue import check_manifests
 from helpers import compile_dir, find, line_of
+from helpers import mutate as edit
 
 GOLDEN = Path(__file__).parent / "golden" / "multikueue" / "policies"
 
@@ -20,13 +21,6 @@ def fed(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     shutil.copytree(GOLDEN, root / "policies")
     return root
-
-
-def edit(root: Path, rel: str, old: str, new: str) -> None:
-    path = root / "policies" / rel
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {rel}"
-    path.write_text(text.replace(old, new, 1))
 
 
 def objects(res, cluster: str, kind: str) -> dict[str, dict]:  # type: ignore[no-untyped-def]
