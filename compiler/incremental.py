@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from compiler.cache import Store, compiler_fingerprint, content_digest, digest, tree_fingerprint

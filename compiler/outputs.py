@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.cache import Store, content_digest, digest, scan_tree
-from compiler.emit import recover, write_file_atomic, write_tree
+from compiler.emit import write_file_atomic, write_tree
 from compiler.forked import in_child
 from compiler.incremental import Output
 

@@ -54,6 +54,7 @@ RULE_MODULES: tuple[str, ...] = (
     "compiler.partition",
     "compiler.kueue_config",
     "compiler.validate.semantic",
+    "compiler.validate.capacity",
     "compiler.validate.admission",
     "compiler.serving.checks",
     "compiler.multikueue",

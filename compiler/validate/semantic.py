@@ -18,6 +18,7 @@ from compiler.multikueue import check_multikueue, is_manager
 from compiler.policy import Policy, serving_namespace
 from compiler.rules import define
 from compiler.serving.checks import check_serving
+from compiler.validate.capacity import check_capacity, check_department_caps
 
 DUPLICATE = define(
     "FLEET001", "Names are unique within their kind (clusters, pools of a cluster, departments, "
@@ -75,29 +76,10 @@ KARPENTER = define(
     "FLEET014", "Karpenter settings appear only on pools of clusters provisioned by Karpenter, and every "
     "such pool has them.",
     "provisioner: karpenter\npools:\n- karpenter: {nodeClass: gpu}", "provisioner: none\npools:\n- karpenter: {nodeClass: gpu}")
-OVER_CAPACITY = define(
-    "KUEUE001", "Guaranteed GPUs of a class on a cluster fit the physical capacity of the pools behind "
-    "it (serving-reserved pools excluded).",
-    "# 4 nodes x 8 H100 = 32; teams guarantee 16 + 16", "# 4 nodes x 8 H100 = 32; teams guarantee 24 + 16")
-LEND_OVER = define(
-    "KUEUE002", "A team lends at most what it is guaranteed (Kueue: lendingLimit <= nominalQuota).",
-    "guaranteed: 8\nlend: 4", "guaranteed: 4\nlend: 8")
-DEPT_CAP = define(
-    "KUEUE003", "The teams of a department (and its sub-departments) guarantee no more than the "
-    "department's cap for that cluster and class.",
-    "caps: [{cluster: onprem, class: h100, max: 16}]   # teams: 8 + 8",
-    "caps: [{cluster: onprem, class: h100, max: 16}]   # teams: 12 + 8")
-BORROW_NEVER = define(
-    "KUEUE004", "A borrowing limit can be met: it does not exceed what the rest of the cohort tree can "
-    "ever lend of that class.",
-    "# others lend 16 of h100\nborrow: 8", "# others lend 0 of h100\nborrow: 8", Severity.WARNING)
 BUDGET_TWICE = define(
     "KUEUE005", "A team lists each (cluster, class) budget once.",
     "- {cluster: onprem, class: h100}\n- {cluster: cloud, class: h100}",
     "- {cluster: onprem, class: h100}\n- {cluster: onprem, class: h100}")
-CHILD_OVER_PARENT = define(
-    "KUEUE006", "A sub-department's cap does not exceed its parent department's cap.",
-    "# parent cap 32, child cap 16", "# parent cap 16, child cap 32")
 DRA_VERSION = define(
     "DRA001", "DRA (resource.k8s.io/v1) needs Kubernetes 1.34 or newer.",
     "kubernetesVersion: '1.34'\ndra: true", "kubernetesVersion: '1.33'\ndra: true")
@@ -346,81 +328,6 @@ def _claim(owners: dict[tuple[str, str], tuple[str, str]], system: dict[str, set
         who = f"team {prev[0]!r}" if prev[0] != team else "this team"
         yield NAMESPACE_CLAIM.diag(f"namespace {ns!r} on {cluster!r} is already claimed by {who} for {prev[1]}",
                                    loc, hint="each namespace belongs to one team and one purpose (training or serving)")
-
-
-def check_capacity(policy: Policy) -> Iterator[Diagnostic]:
-    alloc = policy.allocation
-    teams = {t.name: t for t in policy.teams}
-    by_class: dict[tuple[str, str], list] = defaultdict(list)  # type: ignore[type-arg]
-    for e in alloc.entries:
-        by_class[(e.cluster, e.gpu_class)].append(e)
-        g = e.guaranteed.value or 0
-        if e.lend.value is not None and e.lend.value > g:
-            src = teams[e.team].src
-            yield LEND_OVER.diag(f"{e.team} lends {e.lend.value} of {e.gpu_class} on {e.cluster} but is guaranteed {g}"
-                                 f" (lend from {e.lend.origin})", src.locate(e.path + ("lend",)),
-                                 hint="lend at most the guaranteed amount (Kueue rejects lendingLimit > nominalQuota)")
-    for (cluster, cid), entries in sorted(by_class.items()):
-        cls = policy.classes.get(cluster, {}).get(cid)
-        if cls is None:
-            continue
-        total = sum(e.guaranteed.value or 0 for e in entries)
-        if total > cls.capacity:
-            parts = ", ".join(f"{e.team} {e.guaranteed.value or 0}" for e in entries)
-            pools = ", ".join(f"{s.pool} {s.nodes}x{s.per_node}" for s in cls.slices if not s.serving)
-            last = max(entries, key=lambda e: e.guaranteed.value or 0)
-            # A MultiKueue manager's capacity is its workers' (compiler.multikueue.with_worker_classes).
-            held = "its MultiKueue workers' pools hold" if is_manager(policy.clusters[cluster]) else "the pools hold"
-            yield OVER_CAPACITY.diag(
-                f"{cid} on {cluster}: teams guarantee {total} ({parts}) but {held} {cls.capacity} "
-                f"({pools or 'none'})", teams[last.team].src.locate(last.path + ("guaranteed",)),
-                hint=f"reduce guarantees by {total - cls.capacity} or add nodes; serving-reserved pools do not count")
-        lendable: dict[str, int] = defaultdict(int)  # per team, so "the others" is linear, not quadratic
-        for o in entries:
-            lendable[o.team] += o.lendable
-        all_lendable = sum(lendable.values())
-        for e in entries:
-            if e.borrow.value is None or e.borrow.value == 0:
-                continue
-            others = all_lendable - lendable[e.team]
-            if e.borrow.value > others:
-                yield BORROW_NEVER.diag(
-                    f"{e.team} may borrow {e.borrow.value} of {cid} on {cluster} but the other queues can lend at "
-                    f"most {others}", teams[e.team].src.locate(e.path + ("borrow",)),
-                    hint="lower the borrowing limit, or have other teams guarantee and lend this class")
-
-
-def _ancestors(policy: Policy, dept: str) -> list[str]:
-    out = []
-    depts = policy.departments
-    cur: str | None = dept
-    while cur is not None and cur in depts and cur not in out:
-        out.append(cur)
-        cur = depts[cur].parent
-    return out
-
-
-def check_department_caps(policy: Policy) -> Iterator[Diagnostic]:
-    src = policy.fleet_src
-    teams = {t.name: t for t in policy.teams}
-    for i, d in enumerate(policy.fleet.spec.departments):
-        for k, cap in enumerate(d.caps):
-            entries = [e for e in policy.allocation.for_class(cap.cluster, cap.class_)
-                       if e.team in teams and d.name in _ancestors(policy, teams[e.team].model.spec.department)]
-            total = sum(e.guaranteed.value or 0 for e in entries)
-            if total > cap.max:
-                parts = ", ".join(f"{e.team} {e.guaranteed.value or 0}" for e in entries)
-                yield DEPT_CAP.diag(f"department {d.name!r} caps {cap.class_} on {cap.cluster} at {cap.max} but its "
-                                    f"teams guarantee {total} ({parts})", src.locate(("spec", "departments", i, "caps", k, "max")),
-                                    hint=f"raise the cap or lower the teams' guarantees by {total - cap.max}")
-            if d.parent is not None:
-                parent = policy.departments.get(d.parent)
-                pcap = next((c for c in (parent.caps if parent else []) if c.cluster == cap.cluster and c.class_ == cap.class_), None)
-                if pcap is not None and cap.max > pcap.max:
-                    yield CHILD_OVER_PARENT.diag(
-                        f"department {d.name!r} caps {cap.class_} on {cap.cluster} at {cap.max}, above its parent "
-                        f"{d.parent!r} ({pcap.max})", src.locate(("spec", "departments", i, "caps", k, "max")),
-                        hint="a sub-department cannot hold more than its parent")
 
 
 def check_flavor_selection(policy: Policy) -> Iterator[Diagnostic]:
