@@ -7,7 +7,7 @@ in the requested format and decides the exit code once (see ``exit_code``).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterable
 
 
@@ -48,9 +48,6 @@ class Diagnostic:
     def sort_key(self) -> tuple[str, int, int, str, str]:
         loc = self.location or Location("")
         return (loc.file, loc.line, loc.col, self.code, self.message)
-
-    def with_severity(self, severity: Severity) -> Diagnostic:
-        return replace(self, severity=severity)
 
 
 def sort_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:

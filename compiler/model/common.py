@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -75,7 +75,3 @@ class Strict(BaseModel):
 class Metadata(Strict):
     name: DnsLabel
     description: Annotated[str, Field(max_length=2048)] | None = None
-
-
-def dump_amount(v: int | str | None) -> Any:
-    return v
