@@ -24,6 +24,15 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
 
 
+def gpu_data_dir() -> Path:
+    """The shared MIG/GPU data (``GPUPOLICY_GPU_DATA`` overrides); skips with a reason when absent."""
+    env = os.environ.get("GPUPOLICY_GPU_DATA")
+    path = Path(env) if env else SHARED / "gpu-data"
+    if not path.is_dir():
+        pytest.skip(f"gpu-data not found at {path} (set GPUPOLICY_GPU_DATA to the shared gpu-data folder)")
+    return path
+
+
 @pytest.fixture(scope="session")
 def crds_dir() -> Path:
     if not CRDS.is_dir():

@@ -10,12 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.diagnostics import Diagnostic
-from compiler.load import load_policy_dir
 from compiler.manifest import Manifest
 from compiler.policy import Policy
-from compiler.validate import build_policy
 from conftest import CRDS, REPO
+from helpers import policy_at
 
 FLEET_HEAD = """\
 apiVersion: gpupolicy.dev/v1alpha1
@@ -45,12 +43,6 @@ def write_fleet(root: Path, pools: str, *, kube: str = "1.33", provisioner: str 
     (root / "policies").mkdir(parents=True, exist_ok=True)
     (root / "policies" / "fleet.yaml").write_text(text)
     return root
-
-
-def policy_at(root: Path) -> tuple[Policy | None, list[Diagnostic]]:
-    sources, diags = load_policy_dir(root / "policies", root)
-    policy, more = build_policy(sources)
-    return policy, diags + more
 
 
 def build(root: Path) -> Policy:

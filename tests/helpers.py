@@ -6,9 +6,19 @@ import shutil
 from pathlib import Path
 
 from compiler.diagnostics import Diagnostic
+from compiler.load import load_policy_dir
+from compiler.policy import Policy
+from compiler.validate import build_policy
 from compiler.pipeline import Options, Result, compile_policies
 
 from conftest import CRDS, REPO
+
+
+def policy_at(root: Path) -> tuple[Policy | None, list[Diagnostic]]:
+    """Load and validate a policy tree (no lowering): the policy and every diagnostic."""
+    sources, diags = load_policy_dir(root / "policies", root)
+    policy, more = build_policy(sources)
+    return policy, diags + more
 
 
 def compile_dir(root: Path, *, verify: bool = False, strict: bool = False) -> Result:

@@ -11,23 +11,20 @@ from typing import Any
 import pytest
 
 from compiler.cel import compile_expr
-from compiler.load import load_policy_dir
 from compiler.lower.admission import ACTIONS, lower_admission
 from compiler.lower.namespaces import lower_team_namespaces
 from compiler.policy import Policy
-from compiler.validate import build_policy
 from compiler.vap import Decision, admit, evaluate
 from conftest import REPO
-from helpers import copy_demo, mutate
+from helpers import copy_demo, mutate, policy_at
 
 DATA = {"gpupolicy.dev/team": "nlp", "gpupolicy.dev/model": "llama-3.1-70b", "gpupolicy.dev/data-class": "pii"}
 QUEUED = {**DATA, "kueue.x-k8s.io/queue-name": "nlp"}
 
 
 def load(root: Path) -> Policy:
-    sources, diags = load_policy_dir(root / "policies", root)
-    policy, more = build_policy(sources)
-    assert policy is not None, [d.message for d in diags + more]
+    policy, diags = policy_at(root)
+    assert policy is not None, [d.message for d in diags]
     return policy
 
 

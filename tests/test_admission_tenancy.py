@@ -11,23 +11,17 @@ import pytest
 import yaml
 
 from compiler.codeowners import render_codeowners
-from compiler.diagnostics import Diagnostic
-from compiler.load import load_policy_dir
 from compiler.lower import lower
 from compiler.lower.admission import attribution_report, dcgm_attribution_values, lower_admission
 from compiler.lower.kueue import manager_config
 from compiler.lower.rbac import lower_team_rbac
 from compiler.manifest import Manifest
 from compiler.policy import Policy
-from compiler.validate import build_policy
 from conftest import CRDS, REPO
-from helpers import compile_dir, copy_demo, find, line_of, mutate
+from helpers import compile_dir, copy_demo, find, line_of, mutate, policy_at
 
 
-def load(root: Path) -> tuple[Policy | None, list[Diagnostic]]:
-    sources, diags = load_policy_dir(root / "policies", root)
-    policy, more = build_policy(sources)
-    return policy, diags + more
+load = policy_at
 
 
 @pytest.fixture(scope="module")

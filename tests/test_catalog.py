@@ -3,11 +3,10 @@ gpu-data table (``../shared/gpu-data/mig-profiles.yaml``, or ``$GPUPOLICY_GPU_DA
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
+
 import yaml
 from pydantic import ValidationError
 
@@ -21,17 +20,10 @@ from compiler.catalog import (
     normalize_pci_id,
 )
 from compiler.catalog.model import DNS1123_LABEL, PROFILE_NAME
+from conftest import gpu_data_dir
 
 REQUIRED = ("a30", "a100-40gb", "a100-80gb", "h100-80gb", "h100-nvl", "h200", "gh200", "b200", "l4", "l40s")
 ARCHITECTURES = {"Ampere", "Hopper", "Blackwell", "Ada Lovelace"}
-
-
-def gpu_data_dir() -> Path:
-    env = os.environ.get("GPUPOLICY_GPU_DATA")
-    path = Path(env) if env else Path(__file__).resolve().parents[1] / ".." / "shared" / "gpu-data"
-    if not path.is_dir():
-        pytest.skip(f"gpu-data not found at {path} (set GPUPOLICY_GPU_DATA to the shared gpu-data folder)")
-    return path
 
 
 def test_required_models_present_with_dns1123_ids() -> None:

@@ -7,11 +7,9 @@ from pathlib import Path
 import pytest
 
 from compiler.dra.rules import claim_problems
-from compiler.load import load_policy_dir
 from compiler.lower.dra import lower_device_classes
 from compiler.lower.kueue import manager_config
-from compiler.validate import build_policy
-from helpers import compile_dir, copy_demo, find, line_of, mutate
+from helpers import compile_dir, copy_demo, find, line_of, mutate, policy_at
 
 ANCHOR = "systemNamespaces: [gpu-operator, kueue-system, argocd, monitoring]\n"
 A = "device.attributes['gpu.nvidia.com']"
@@ -90,8 +88,7 @@ def test_full_class_beside_mig_parents(tmp_path: Path) -> None:
 def test_dra_below_134_compiles_without_dra_objects(tmp_path: Path) -> None:
     root = copy_demo(tmp_path)
     mutate(root, "fleet.yaml", 'kubernetesVersion: "1.34"', 'kubernetesVersion: "1.33"')
-    sources, _ = load_policy_dir(root / "policies", root)
-    policy, diags = build_policy(sources)
+    policy, diags = policy_at(root)
     d = find(diags, "DRA001")
     assert d.location is not None and d.location.line == line_of(root, "fleet.yaml", "dra: true")
     assert not [x for x in diags if x.code.startswith("DRA") and x.code != "DRA001"]

@@ -6,11 +6,10 @@ Positive cases come from NVIDIA's own default mig-parted config (``../shared/gpu
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any, Mapping
 
 import pytest
+
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,6 +28,7 @@ from compiler.mig import (
 )
 from compiler.mig.rules import MigProblem
 from compiler.rules import get
+from conftest import gpu_data_dir
 
 CATALOG = builtin_catalog()
 MIG_MODELS = [m for m in CATALOG if m.mig]
@@ -38,14 +38,6 @@ def model(model_id: str) -> GpuModel:
     found = CATALOG.get(model_id)
     assert found is not None
     return found
-
-
-def gpu_data_dir() -> Path:
-    env = os.environ.get("GPUPOLICY_GPU_DATA")
-    path = Path(env) if env else Path(__file__).resolve().parents[1] / ".." / "shared" / "gpu-data"
-    if not path.is_dir():
-        pytest.skip(f"gpu-data not found at {path} (set GPUPOLICY_GPU_DATA to the shared gpu-data folder)")
-    return path
 
 
 def errors(problems: list[MigProblem]) -> list[MigProblem]:

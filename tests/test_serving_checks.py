@@ -7,10 +7,8 @@ from pathlib import Path
 import pytest
 
 from compiler.diagnostics import Diagnostic, Severity
-from compiler.load import load_policy_dir
-from compiler.validate import build_policy
 
-from helpers import copy_demo, line_of, mutate
+from helpers import copy_demo, line_of, mutate, policy_at
 
 SECOND_ON_H200 = """
     - name: chat-small
@@ -108,9 +106,7 @@ NUMERIC = {"SERVE002", "SERVE003", "SERVE004", "SERVE005", "SERVE006", "SERVE007
 
 
 def validate(root: Path) -> list[Diagnostic]:
-    sources, diags = load_policy_dir(root / "policies", root)
-    _, more = build_policy(sources)
-    return diags + more
+    return policy_at(root)[1]
 
 
 @pytest.mark.parametrize(("case", "rel", "old", "new", "rule", "severity", "where"), CASES, ids=[c[0] for c in CASES])

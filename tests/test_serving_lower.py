@@ -18,20 +18,17 @@ from compiler.lower.common import (
     SERVING_NODE_LABEL,
     SERVING_TAINT_KEY,
 )
-from compiler.load import load_policy_dir
 from compiler.lower.kueue import lower_flavors, lower_priorities
 from compiler.lower.serving import PRIORITY_CLASS, lower_serving, lower_serving_priority
 from compiler.manifest import Manifest
 from compiler.policy import Policy
-from compiler.validate import build_policy
 
 from conftest import REPO
-from helpers import copy_demo, mutate
+from helpers import copy_demo, mutate, policy_at
 
 
 def build(root: Path = REPO) -> Policy:
-    sources, _ = load_policy_dir(root / "policies", root)
-    policy, diags = build_policy(sources)
+    policy, diags = policy_at(root)
     assert policy is not None, diags
     return policy
 
