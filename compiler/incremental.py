@@ -71,13 +71,6 @@ def _semantic(policy: Any) -> list[tuple[Any, ...]]:
     return [diag_out(d) for d in run_checks(policy)]
 
 
-def _policy_reports(policy: Any) -> dict[str, bytes]:
-    from compiler.lower.nodecontract import contract_files
-    from compiler.report import render_json, render_markdown
-
-    return {"REPORT.md": render_markdown(policy), "allocation.json": render_json(policy), **contract_files(policy)}
-
-
 # -- the engine -------------------------------------------------------------------------------
 
 
@@ -253,11 +246,12 @@ class _Run:
         from compiler.lower.argocd import lower_argocd
         from compiler.manifest import Manifest
         from compiler.multikueue import check_manifests
+        from compiler.report import policy_reports
         from compiler.schemas import render_schemas
 
         opts = self.opts
         base = list(diags)  # load and schema diagnostics
-        reports = in_child(_policy_reports, policy)  # needs only the policy: a second core's work
+        reports = in_child(policy_reports, policy)  # needs only the policy: a second core's work
         self.children.append(reports)
         clusters = sorted(policy.clusters)
         fleet_path = policy.fleet_src.path

@@ -87,9 +87,8 @@ def _compile(opts: Options) -> Result:
     from compiler.gitops_report import argocd_reports
     from compiler.load import load_policy_dir
     from compiler.lower import lower
-    from compiler.lower.nodecontract import contract_files
     from compiler.multikueue import check_manifests
-    from compiler.report import render_json, render_markdown
+    from compiler.report import policy_reports
     from compiler.schemas import render_schemas
     from compiler.validate import build_policy
 
@@ -124,9 +123,7 @@ def _compile(opts: Options) -> Result:
         if has_errors(res.diagnostics, strict=opts.strict):
             return res
     files = render_tree(res.manifests)
-    files["REPORT.md"] = render_markdown(policy)
-    files["allocation.json"] = render_json(policy)
-    files.update(contract_files(policy))
+    files.update(policy_reports(policy))
     files.update(argocd_reports(policy, res.manifests))
     res.out_files = files
     policy_rel = display_path(opts.policy_dir, opts.root)

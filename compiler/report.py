@@ -196,3 +196,11 @@ def _attribution_section(policy: Policy) -> list[str]:
             lines.append(f"| {cluster} | `{cid}` | {'yes' if info['perPodMetrics'] else '**no**'} | {info['reason']} |")
     lines.append("")
     return lines
+
+
+def policy_reports(policy: Policy) -> dict[str, bytes]:
+    """The ``out/`` files that describe the whole policy: REPORT.md, allocation.json and the
+    node contracts of clusters without Karpenter (``out/reports/``)."""
+    from compiler.lower.nodecontract import contract_files
+
+    return {"REPORT.md": render_markdown(policy), "allocation.json": render_json(policy), **contract_files(policy)}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from compiler.cli.render import FORMATS, choose_format
@@ -100,7 +99,6 @@ def _print_verify_stats(st: dict[str, object]) -> None:
               f"{st.get('webhook_checks', 0)} Kueue webhook checks", file=sys.stderr)
 
 
-
 def cmd_check(opts: Options, ns: argparse.Namespace) -> int:
     from compiler.outputs import stale as stale_outputs
 
@@ -124,9 +122,10 @@ def cmd_schema(opts: Options, ns: argparse.Namespace) -> int:
     from compiler.emit import write_file_atomic
     from compiler.schemas import render_schemas
 
-    for name, data in render_schemas().items():
+    schemas = render_schemas()
+    for name, data in schemas.items():
         write_file_atomic(opts.root / "schemas" / name, data)
-    print(f"gpupolicy: wrote {len(render_schemas())} schemas to schemas/", file=sys.stderr)
+    print(f"gpupolicy: wrote {len(schemas)} schemas to schemas/", file=sys.stderr)
     return EXIT_OK
 
 
