@@ -12,7 +12,8 @@ import yaml
 
 from compiler.codeowners import render_codeowners
 from compiler.lower import lower
-from compiler.lower.admission import attribution_report, dcgm_attribution_values, lower_admission
+from compiler.lower.admission import lower_admission
+from compiler.lower.attribution import attribution_report, dcgm_attribution_values
 from compiler.lower.kueue import manager_config
 from compiler.lower.rbac import lower_team_rbac
 from compiler.manifest import Manifest

@@ -81,7 +81,6 @@ from compiler.lower.common import (
     SERVING_TAINT_KEY,
     obj,
 )
-from compiler.lower.attribution import attribution_report, dcgm_attribution_values  # noqa: F401 (public here)
 from compiler.manifest import Manifest
 from compiler.memo import per_policy
 from compiler.policy import Policy

@@ -3,10 +3,10 @@ packing, and the device plugin's MIG strategy."""
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Literal, Mapping, Sequence
 
+from compiler.hints import closest
 from compiler.catalog.builtin import builtin_catalog
 from compiler.catalog.model import GpuModel, MigGeometry, MigProfile, driver_branch
 from compiler.mig.packing import pack
@@ -116,9 +116,9 @@ def lookup_profile(model: GpuModel, name: str, *, driver: str | None = None) -> 
         owner, mine = same
         hint_parts.append(f"{name} is a profile of {owner}; the same slices on {model.id}: {mine.name_for(branch)}")
     else:
-        close = difflib.get_close_matches(name, valid, n=1)
+        close = closest(name, valid)
         if close:
-            hint_parts.append(f"did you mean {close[0]}?")
+            hint_parts.append(f"did you mean {close}?")
     hint_parts.append(f"{model.id} profiles: {', '.join(valid)}")
     return MigProblem(UNKNOWN_PROFILE, f"{model.id}: no MIG profile {name}", hint="; ".join(hint_parts))
 

@@ -4,8 +4,8 @@ GPU Operator v26.3): ``all-disabled``, ``all-enabled``, ``all-<profile>`` with `
 
 from __future__ import annotations
 
-import difflib
 
+from compiler.hints import closest
 from compiler.catalog.builtin import builtin_catalog
 from compiler.catalog.model import GpuModel, MigGeometry, MigProfile, config_name
 from compiler.mig.check import equivalent_profile, not_mig_capable, parse_driver
@@ -110,8 +110,8 @@ def _layout_hint(model: GpuModel, layout: str, driver: str | None) -> str:
         if same is not None:
             text += f"; the same slices on {model.id}: {config_name(same[1].name_for(_branch(driver)))}"
         parts.append(text)
-    close = difflib.get_close_matches(layout, valid, n=1)
+    close = closest(layout, valid)
     if close and same is None:
-        parts.append(f"did you mean {close[0]}?")
+        parts.append(f"did you mean {close}?")
     parts.append(f"{model.id} layouts: {', '.join(valid)}")
     return "; ".join(parts)

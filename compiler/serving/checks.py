@@ -6,11 +6,11 @@ is located at the key of the team file that decides it, with the numbers in the 
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import defaultdict
 from typing import Iterator
 
+from compiler.hints import did_you_mean
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.model.fleet import FullCut
 from compiler.policy import Policy
@@ -139,9 +139,8 @@ def _check_one(policy: Policy, r: Resolved) -> Iterator[Diagnostic]:
     yield from _check_labels(policy, r)
     if r.arch is None:
         if d.architecture is not None:
-            close = difflib.get_close_matches(str(d.architecture), list(ARCHITECTURES), n=1, cutoff=0.6)
             yield ARCH.diag(f"serving {d.name!r}: unknown architecture {d.architecture!r}", at("architecture"),
-                            hint=f"did you mean {close[0]!r}?" if close else
+                            hint=did_you_mean(str(d.architecture), ARCHITECTURES) or
                             f"known: {', '.join(ARCHITECTURES)}; or give parametersB, layers, attentionHeads, "
                             "kvHeads, headDim inline")
         else:

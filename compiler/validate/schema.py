@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from compiler.hints import did_you_mean
 from compiler.diagnostics import Diagnostic
 from compiler.load import SourceFile, YamlPath
 from compiler.model.common import API_VERSION
@@ -118,8 +118,7 @@ def _pydantic_to_diags(src: SourceFile, model: type[BaseModel], err: ValidationE
             key = str(path[-1]) if path else "?"
             owner = _model_at(model, tuple(p for p in path[:-1] if isinstance(p, str)))
             choices = _aliases(owner) if owner else []
-            close = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}?" if close else (
+            hint = did_you_mean(key, choices) or (
                 f"allowed keys here: {', '.join(sorted(choices))}" if choices else None
             )
             diags.append(SCHEMA_UNKNOWN_KEY.diag(f"unknown key {key!r} at {crumb}", src.locate(path, key=True),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Callable, Iterator
 
+from compiler.hints import did_you_mean
 from compiler.classes import ISOLATION_ALLOWS, ISOLATION_TABLE
 from compiler.validate.admission import check_admission
 from compiler.diagnostics import Diagnostic, Severity
@@ -199,12 +200,10 @@ def check_fleet_refs(policy: Policy) -> Iterator[Diagnostic]:
 
 
 def _choices(value: str, options: object) -> str | None:
-    import difflib
-
     names = sorted(str(o) for o in options)  # type: ignore[attr-defined]
-    close = difflib.get_close_matches(value, names, n=1, cutoff=0.6)
-    if close:
-        return f"did you mean {close[0]!r}?"
+    hint = did_you_mean(value, names)
+    if hint:
+        return hint
     if names and len(names) <= 12:
         return f"known: {', '.join(names)}"
     return None

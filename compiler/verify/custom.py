@@ -4,10 +4,10 @@ defaults -> OpenAPI schema -> list-type invariants -> x-kubernetes-validations (
 
 from __future__ import annotations
 
-import difflib
 import json
 from typing import Any, Callable
 
+from compiler.hints import did_you_mean
 from compiler.cel import CelError, compile_expr, prepare
 from compiler.verify import rules as R
 from compiler.verify.context import ObjectContext, PathPart, VerifyStats, format_path
@@ -89,8 +89,7 @@ def report_schema_errors(ctx: ObjectContext, errors: list[SchemaError], fields_a
             name = str(err.path[-1])
             hint = None
             if fields_at is not None:
-                close = difflib.get_close_matches(name, fields_at(err.path[:-1]), n=1)
-                hint = f"did you mean {close[0]!r}?" if close else None
+                hint = did_you_mean(name, fields_at(err.path[:-1]))
             ctx.report(R.UNKNOWN_FIELD, err.path, f"unknown field {name!r}", hint=hint)
         elif err.category == "required":
             ctx.report(R.MISSING_REQUIRED, err.path, f"required field {str(err.path[-1])!r} is missing")
