@@ -1,5 +1,5 @@
-"""Plain-data records for ``compiler.incremental``: what the cache stores for diagnostics,
-verify statistics and cached units' objects (``marshal``-able: tuples, dicts, str, int)."""
+"""Plain-data records for ``compiler.incremental``: what the cache stores for diagnostics and
+verify statistics (``marshal``-able: tuples, dicts, str, int)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,6 @@ from collections import Counter
 from typing import Any, Iterable
 
 from compiler.diagnostics import Diagnostic, Location, Severity
-
-# Subtrees no global pass reads; dropping them makes a cached unit ~3x smaller to load.
-_BULKY = ("rules", "data", "subjects", "roleRef")
-_BULKY_SPEC = ("resourceGroups", "template", "spec", "metadata", "selectors", "namespaceSelector", "preemption")
-
 
 def diag_out(d: Diagnostic) -> tuple[Any, ...]:
     loc = None if d.location is None else (d.location.file, d.location.line, d.location.col)
@@ -48,22 +43,3 @@ def stats_sum(parts: Iterable[tuple[Any, ...]]) -> dict[str, object]:
 def failed_record(diags: list[Diagnostic], stats: dict[str, object]) -> dict[str, Any]:
     return {"diags": [diag_out(d) for d in diags], "failed": True, "units": [], "inline": {}, "glob": "",
             "repo": {}, "n": 0, "stats": stats}
-
-
-def cached_manifest(cluster: str, component: str, obj: dict[str, Any], sources: Any, relpath: str, api_version: str,
-            kind: str, name: str, namespace: str | None) -> Any:
-    """A cached unit's manifest, its identity properties filled in (global passes read them)."""
-    from compiler.manifest import Manifest
-
-    m = object.__new__(Manifest)  # what the frozen dataclass's __init__ does, at a third of the cost
-    m.__dict__.update(cluster=cluster, component=component, obj=obj, sources=tuple(sources), relpath=relpath,
-                      api_version=api_version, kind=kind, name=name, namespace=namespace)
-    return m
-
-
-def light(obj: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in obj.items() if k not in _BULKY}
-    spec = out.get("spec")
-    if isinstance(spec, dict):
-        out["spec"] = {k: v for k, v in spec.items() if k not in _BULKY_SPEC}
-    return out

@@ -22,8 +22,8 @@ from compiler.lower.argocd import (
     COMPONENT_WAVES,
     DEFAULT_WAVE,
     PROJECT_WAVE,
-    group_of,
 )
+from compiler.inventory import Inventory
 from compiler.manifest import Manifest
 from compiler.multikueue import kubeconfig_secret, workers_of
 from compiler.policy import Policy
@@ -59,18 +59,18 @@ def _waves(apps: list[Manifest]) -> list[tuple[str, str]]:
     return sorted(out, key=lambda x: (int(x[0]), x[1]))
 
 
-def bootstrap_doc(policy: Policy, manifests: list[Manifest]) -> bytes:
+def bootstrap_doc(policy: Policy, inventory: Inventory, argocd: list[Manifest]) -> bytes:
+    """``argocd`` is what ``lower_argocd`` made of ``inventory``."""
     g = policy.fleet.spec.gitops
     ns = g.argocd_namespace
     boot = f"{g.path}/argocd/{BOOTSTRAP}"
     project_file = f"{boot}/appproject.{ns}.{root_project(policy)}.yaml"
     by_folder: dict[str, list[Manifest]] = defaultdict(list)
+    for m in argocd:
+        by_folder[m.component].append(m)
     groups: dict[str, set[str]] = defaultdict(set)
-    for m in manifests:
-        if m.cluster == "argocd":
-            by_folder[m.component].append(m)
-        else:
-            groups[m.cluster].add(group_of(m.api_version))
+    for (cluster, _), folder in inventory.folders.items():
+        groups[cluster].update(g for g, _, _ in folder.kinds)
     lines = [
         "# Argo CD bootstrap",
         "",
@@ -140,8 +140,8 @@ def bootstrap_doc(policy: Policy, manifests: list[Manifest]) -> bytes:
     return "\n".join(lines).encode()
 
 
-def argocd_reports(policy: Policy, manifests: list[Manifest]) -> dict[str, bytes]:
+def argocd_reports(policy: Policy, inventory: Inventory, argocd: list[Manifest]) -> dict[str, bytes]:
     return {
-        "reports/argocd-bootstrap.md": bootstrap_doc(policy, manifests),
+        "reports/argocd-bootstrap.md": bootstrap_doc(policy, inventory, argocd),
         "reports/argocd-cm.patch.yaml": health_patch(),
     }

@@ -10,10 +10,10 @@ semantic validation (capacity, borrowing, departments: cross-team by nature), th
 passes (cohorts depend on which departments have teams), ArgoCD objects, GITOPS006,
 REPORT.md, allocation.json, CODEOWNERS and the bootstrap report.
 
-Those global passes see cached units' objects without their bulky, unread subtrees
-(``cache_records.light``).
-If a global pass ever starts reading one of them, tests/test_incremental.py (incremental
-output == full output on the demo, every golden case and edits of them) fails.
+Those global passes never see a cached unit's objects: each unit stores its
+``compiler.inventory.Inventory`` (the few facts ArgoCD, GITOPS006 and CODEOWNERS read), and the
+units' inventories are merged. tests/test_incremental.py checks incremental output == full output
+on the demo, every golden case and edits of them.
 
 Three levels: the whole result keyed by every input (an unchanged tree: no compilation at
 all); per-file load results and per-team units; and a verification table for the cluster and
@@ -29,15 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from compiler.cache import Store, compiler_fingerprint, content_digest, digest, tree_fingerprint
-from compiler.cache_records import (
-    cached_manifest,
-    diag_in,
-    diag_out,
-    failed_record,
-    light,
-    stats_out,
-    stats_sum,
-)
+from compiler.cache_records import diag_in, diag_out, failed_record, stats_out, stats_sum
 from compiler.diagnostics import Diagnostic, Location, has_errors
 from compiler.forked import Pending, in_child
 from compiler.paths import display_path
@@ -243,6 +235,7 @@ class _Run:
         from compiler.emit import render_manifest
         from compiler.gitops_report import argocd_reports
         from compiler.lower import lower_cluster, lower_team
+        from compiler.inventory import Inventory
         from compiler.lower.argocd import lower_argocd
         from compiler.manifest import Manifest
         from compiler.multikueue import check_manifests
@@ -255,30 +248,31 @@ class _Run:
         self.children.append(reports)
         clusters = sorted(policy.clusters)
         fleet_path = policy.fleet_src.path
-        per_cluster: dict[str, list[Manifest]] = {c: lower_cluster(policy, c) for c in clusters}
-        fresh: list[Manifest] = [m for c in clusters for m in per_cluster[c]]  # rendered this run
-        units: list[tuple[str, dict[str, Any] | None, dict[str, list[Manifest]]]] = []
+        fresh: list[Manifest] = [m for c in clusters for m in lower_cluster(policy, c)]  # rendered this run
+        inventory = Inventory.of(fresh)
+        # (key, cached record or None, the new unit's objects and inventory)
+        units: list[tuple[str, dict[str, Any] | None, list[Manifest], Inventory | None]] = []
         for team in policy.teams:
             key = digest(self.fp, fleet_path, raw[fleet_path], team.path, raw[team.path])
             rec = self.store.get("unit", key)
             if rec is not None:
                 self.reused += 1
                 self.store.used.update({("files", key), ("blob", key)})  # live, though not read now
-                ms = {c: [cached_manifest(c, *entry) for entry in rec["manifests"].get(c, [])] for c in clusters}
+                inventory.merge(Inventory.from_record(rec["inventory"]))
+                units.append((key, rec, [], None))
             else:
-                ms = {c: lower_team(policy, team, c) for c in clusters}
-            units.append((key, rec, ms))
-            for c in clusters:
-                per_cluster[c].extend(ms[c])
+                ms = [m for c in clusters for m in lower_team(policy, team, c)]
+                own = Inventory.of(ms)
+                inventory.merge(own)
+                units.append((key, None, ms, own))
         self.lap("lower")
-        everything = [m for c in clusters for m in per_cluster[c]]
-        argocd = lower_argocd(policy, everything)
+        argocd = lower_argocd(policy, inventory)
+        inventory.count += len(argocd)
         fresh += argocd
-        ordered = sorted(everything + argocd, key=Manifest.sort_key)
-        owners = in_child(render_codeowners, policy, ordered, display_path(opts.policy_dir, opts.root),
+        owners = in_child(render_codeowners, policy, inventory, display_path(opts.policy_dir, opts.root),
                           display_path(opts.out_dir, opts.root))
         self.children.append(owners)
-        diags += check_manifests(policy, ordered)
+        diags += check_manifests(policy, inventory)
         self.lap("global")
 
         inline = {m.relpath: render_manifest(m) for m in fresh}
@@ -291,9 +285,9 @@ class _Run:
             diags += found
         self.lap("verify")
         seen = set(inline)
-        for key, rec, ms in units:
+        for key, rec, ms, new_inventory in units:
             if rec is None:
-                rec = self.new_unit(policy, key, ms)
+                rec = self.new_unit(policy, key, ms, new_inventory)
                 if rec is None:
                     return None
             diags += [diag_in(d) for d in rec["diags"]]
@@ -311,7 +305,7 @@ class _Run:
         if opts.verify and has_errors(diags, strict=opts.strict):
             return failed_record(diags, stats_sum(stats))
         inline.update(reports())
-        inline.update(argocd_reports(policy, ordered))
+        inline.update(argocd_reports(policy, inventory, argocd))
         self.lap("reports")
         inline_digests = {rel: content_digest(data) for rel, data in inline.items()}
         glob = digest("inline", *[x for kv in sorted(inline_digests.items()) for x in kv])
@@ -321,15 +315,14 @@ class _Run:
         repo.update({f"schemas/{name}": data for name, data in render_schemas().items()})
         self.lap("global")
         # Freeing ~70,000 objects one by one costs ~0.1 s; the CLI leaves with os._exit instead.
-        self.keep = (units, ordered)
+        self.keep = (units, inventory)
         return {"diags": [diag_out(d) for d in diags], "failed": False, "units": [u[0] for u in units],
-                "inline": inline_digests, "glob": glob, "repo": repo, "n": len(ordered),
+                "inline": inline_digests, "glob": glob, "repo": repo, "n": inventory.count,
                 "stats": stats_sum(stats) if opts.verify else {}}
 
-    def new_unit(self, policy: Any, key: str, ms: dict[str, list[Any]]) -> dict[str, Any] | None:
+    def new_unit(self, policy: Any, key: str, flat: list[Any], inventory: Any) -> dict[str, Any] | None:
         from compiler.emit import render_manifest
 
-        flat = [m for c in sorted(ms) for m in ms[c]]
         diags: list[Diagnostic] = []
         stats: tuple[Any, ...] = ({}, 0, 0, 0, 0, 0, 0)
         if self.opts.verify:
@@ -339,8 +332,7 @@ class _Run:
                 return None
             stats = stats_out(result.stats)
         files = {m.relpath: render_manifest(m) for m in flat}
-        rec = {"manifests": {c: [(m.component, light(m.obj), m.sources, m.relpath, m.api_version, m.kind, m.name,
-                                  m.namespace) for m in ms[c]] for c in ms if ms[c]},
+        rec = {"inventory": inventory.to_record(),
                "files": {rel: content_digest(data) for rel, data in files.items()},
                "diags": [diag_out(d) for d in diags], "stats": stats}
         self.store.put("unit", key, rec)

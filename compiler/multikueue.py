@@ -20,11 +20,11 @@ Lowering of the manager's objects is ``compiler.lower.multikueue``.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from compiler.classes import GpuClass
 from compiler.diagnostics import Diagnostic, Location, Severity
-from compiler.manifest import Manifest
+from compiler.inventory import Inventory
 from compiler.model.fleet import Cluster
 from compiler.policy import Policy
 from compiler.rules import define
@@ -242,30 +242,18 @@ def _check_mirror(policy: Policy) -> Iterator[Diagnostic]:
                         hint="budget the class on a worker that has it")
 
 
-def _checks_of(cq: dict[str, Any]) -> list[str]:
-    strategy = cq.get("spec", {}).get("admissionChecksStrategy") or {}
-    return [str(a.get("name")) for a in strategy.get("admissionChecks") or []]
-
-
-def check_manifests(policy: Policy, manifests: Sequence[Manifest]) -> list[Diagnostic]:
+def check_manifests(policy: Policy, inventory: Inventory) -> list[Diagnostic]:
     """GITOPS006 over the lowered objects: at most one MultiKueue check per ClusterQueue and no
     ProvisioningRequest check beside it (``pkg/cache/scheduler/clusterqueue.go`` inactivates it)."""
-    controllers: dict[tuple[str, str], str] = {}
-    for m in manifests:
-        if m.kind == "AdmissionCheck":
-            controllers[(m.cluster, m.name)] = str(m.obj.get("spec", {}).get("controllerName", ""))
     out = []
-    for m in manifests:
-        if m.kind != "ClusterQueue":
-            continue
-        names = _checks_of(m.obj)
-        kinds = [controllers.get((m.cluster, n), "") for n in names]
+    for cluster, queue, names, source in sorted(inventory.queue_checks):
+        kinds = [inventory.admission_checks.get((cluster, n), "") for n in names]
         mk = [n for n, k in zip(names, kinds) if k == CONTROLLER]
         prov = [n for n, k in zip(names, kinds) if k == "kueue.x-k8s.io/provisioning-request"]
         if len(mk) > 1 or (mk and prov):
             out.append(ONE_CHECK.diag(
-                f"ClusterQueue {m.name!r} on {m.cluster!r} carries admission checks {', '.join(names)}; Kueue "
+                f"ClusterQueue {queue!r} on {cluster!r} carries admission checks {', '.join(names)}; Kueue "
                 "allows one MultiKueue check and no ProvisioningRequest check beside it",
-                Location(m.sources[-1] if m.sources else policy.fleet_src.path),
+                Location(source or policy.fleet_src.path),
                 hint="put ProvisioningRequest checks on the worker ClusterQueues"))
     return out

@@ -86,7 +86,7 @@ def _compile(opts: Options) -> Result:
     from compiler.emit import render_tree
     from compiler.gitops_report import argocd_reports
     from compiler.load import load_policy_dir
-    from compiler.lower import lower
+    from compiler.lower import lower_all
     from compiler.multikueue import check_manifests
     from compiler.report import policy_reports
     from compiler.schemas import render_schemas
@@ -110,8 +110,8 @@ def _compile(opts: Options) -> Result:
     if policy is None or has_errors(res.diagnostics):
         return res
     res.policy = policy
-    res.manifests = lower(policy)
-    res.diagnostics.extend(check_manifests(policy, res.manifests))  # GITOPS006
+    res.manifests, inventory = lower_all(policy)
+    res.diagnostics.extend(check_manifests(policy, inventory))  # GITOPS006
     lap("lower")
     if opts.verify:
         from compiler.verify_stage import run_verify
@@ -124,11 +124,11 @@ def _compile(opts: Options) -> Result:
             return res
     files = render_tree(res.manifests)
     files.update(policy_reports(policy))
-    files.update(argocd_reports(policy, res.manifests))
+    files.update(argocd_reports(policy, inventory, [m for m in res.manifests if m.cluster == "argocd"]))
     res.out_files = files
     policy_rel = display_path(opts.policy_dir, opts.root)
     out_rel = display_path(opts.out_dir, opts.root)
-    res.repo_files[".github/CODEOWNERS"] = render_codeowners(policy, res.manifests, policy_rel, out_rel)
+    res.repo_files[".github/CODEOWNERS"] = render_codeowners(policy, inventory, policy_rel, out_rel)
     for name, data in render_schemas().items():
         res.repo_files[f"schemas/{name}"] = data
     lap("emit")

@@ -55,6 +55,16 @@ class Policy:
     def departments(self) -> dict[str, Department]:
         return {d.name: d for d in self.fleet.spec.departments}
 
+    @cached_property
+    def team_departments(self) -> dict[str, frozenset[str]]:
+        """cluster -> the departments of the teams with a budget on it (one pass over all
+        budgets instead of one per cluster)."""
+        out: dict[str, set[str]] = {}
+        for t in self.teams:
+            for b in t.model.spec.budgets:
+                out.setdefault(b.cluster, set()).add(t.model.spec.department)
+        return {c: frozenset(ds) for c, ds in out.items()}
+
     def team(self, name: str) -> Team | None:
         return next((t for t in self.teams if t.name == name), None)
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from compiler.inventory import Inventory
 from compiler.codeowners import render_codeowners
 from compiler.lower import lower
 from compiler.lower.admission import lower_admission
@@ -207,7 +208,7 @@ def test_a_teams_own_pr_needs_only_the_team(tmp_path: Path, team: str, old: str,
 
 def test_codeowners_layout(demo: Policy) -> None:
     manifests = lower(demo)
-    text = render_codeowners(demo, manifests, "policies", "out").decode()
+    text = render_codeowners(demo, Inventory.of(manifests), "policies", "out").decode()
     assert owners_of(text, "compiler/lower/admission.py") == {"@acme/ml-platform"}
     assert owners_of(text, "policies/fleet.yaml") == {"@acme/ml-platform"}
     assert owners_of(text, "policies/teams/nlp.yaml") == {"@acme/nlp"}  # only the team changes its intent

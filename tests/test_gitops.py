@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from compiler.inventory import Inventory
 from compiler.lower.argocd import lower_argocd
 from compiler.lower.charts import dra_driver_values
 from compiler.lower.common import obj
@@ -161,8 +162,8 @@ def test_components_are_derived_from_the_manifests(demo: Result) -> None:
     policy = demo.policy
     assert policy is not None
     extra = obj("example.com/v1", "Widget", "w", namespace="vision-train")
-    out = lower_argocd(policy, [*(m for m in demo.manifests if m.cluster != "argocd"),
-                                Manifest("onprem", "future", extra)])
+    out = lower_argocd(policy, Inventory.of([*(m for m in demo.manifests if m.cluster != "argocd"),
+                                              Manifest("onprem", "future", extra)]))
     app = next(m for m in out if m.name == "gpupolicy-onprem-future")
     assert wave(app) == 0 and app.obj["spec"]["source"]["path"] == "out/onprem/future"
     project = next(m for m in out if m.name == "gpupolicy-onprem" and m.kind == "AppProject")

@@ -4,8 +4,10 @@ on the demo and on every golden case; and the CLI around it."""
 
 from __future__ import annotations
 
+import marshal
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,3 +142,27 @@ def test_store_survives_corrupt_entries(tmp_path: Path) -> None:
     assert Store(tmp_path).get("unit", "k") == {"a": [1, (2, 3)]}
     (tmp_path / CACHE_DIRNAME / "unit" / "k").write_bytes(b"xgarbage")
     assert Store(tmp_path).get("unit", "k") is None
+
+
+def test_inventories_merge_to_the_whole() -> None:
+    """A unit's stored inventory, merged with the others', says what the whole output's does."""
+    from compiler.inventory import Inventory
+    from compiler.lower import lower_all
+    from compiler.load import load_policy_dir
+    from compiler.validate import build_policy
+
+    sources, _ = load_policy_dir(REPO / "policies", REPO)
+    policy, _ = build_policy(sources)
+    assert policy is not None
+    manifests, whole = lower_all(policy)
+    parts: dict[tuple[str, ...], list[Any]] = {}
+    for m in manifests:
+        parts.setdefault(m.sources, []).append(m)
+    merged = Inventory()
+    for ms in parts.values():
+        merged.merge(Inventory.from_record(marshal.loads(marshal.dumps(Inventory.of(ms).to_record()))))
+    assert merged.count == whole.count == len(manifests)
+    assert merged.folders == whole.folders and merged.admission_checks == whole.admission_checks
+    assert sorted(merged.files) == sorted(whole.files) and len(merged.files) == len(manifests) - sum(
+        m.cluster == "argocd" for m in manifests)
+    assert any(f.scaled for f in whole.folders.values()) and any(f.deployments for f in whole.folders.values())

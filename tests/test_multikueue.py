@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from compiler.inventory import Inventory
 from compiler.lower.common import obj
 from compiler.manifest import Manifest
 from compiler.multikueue import check_manifests
@@ -115,10 +116,10 @@ def test_manager_training_pools_are_idle(fed: Path) -> None:
 def test_one_multikueue_check_per_cluster_queue(fed: Path) -> None:
     res = compile_dir(fed)
     assert res.policy is not None
-    assert not check_manifests(res.policy, res.manifests)
+    assert not check_manifests(res.policy, Inventory.of(res.manifests))
     extra = obj("kueue.x-k8s.io/v1beta2", "AdmissionCheck", "multikueue-eu")
     extra["spec"] = {"controllerName": "kueue.x-k8s.io/multikueue"}
     cq = next(m for m in res.manifests if m.cluster == "hub" and m.kind == "ClusterQueue")
     cq.obj["spec"]["admissionChecksStrategy"]["admissionChecks"].append({"name": "multikueue-eu"})
-    diags = check_manifests(res.policy, [*res.manifests, Manifest("hub", "multikueue", extra)])
+    diags = check_manifests(res.policy, Inventory.of([*res.manifests, Manifest("hub", "multikueue", extra)]))
     assert [d.code for d in diags] == ["GITOPS006"] and cq.name in diags[0].message

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from compiler.inventory import Inventory
 from compiler.lower.admission import lower_admission
 from compiler.lower.argocd import lower_argocd
 from compiler.lower.dra import lower_claim_templates, lower_device_classes
@@ -59,11 +60,19 @@ def lower_team(policy: Policy, team: Team, cluster: str) -> list[Manifest]:
 
 
 def lower(policy: Policy) -> list[Manifest]:
+    return lower_all(policy)[0]
+
+
+def lower_all(policy: Policy) -> tuple[list[Manifest], Inventory]:
+    """Every object, sorted as in ``out/``, and the inventory the whole-output passes read."""
     out: list[Manifest] = []
     for cluster in sorted(policy.clusters):
         out.extend(lower_cluster(policy, cluster))
         for team in policy.teams:
             out.extend(lower_team(policy, team, cluster))
     # ArgoCD objects are derived from what the passes above produced (which components have files).
-    out.extend(lower_argocd(policy, out))
-    return sorted(out, key=Manifest.sort_key)
+    inventory = Inventory.of(out)
+    argocd = lower_argocd(policy, inventory)
+    inventory.count += len(argocd)
+    out.extend(argocd)
+    return sorted(out, key=Manifest.sort_key), inventory

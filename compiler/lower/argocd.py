@@ -51,7 +51,6 @@ namespace is only a default that must exist (argo-cd #14487): ``default``.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 from compiler.gitops import (
@@ -62,6 +61,7 @@ from compiler.gitops import (
     root_project,
     server,
 )
+from compiler.inventory import Folder, Inventory
 from compiler.lower.charts import Chart, cluster_charts
 from compiler.lower.common import obj
 from compiler.manifest import COMPONENTS, Manifest
@@ -106,12 +106,6 @@ OWNED_KINDS: dict[tuple[str, str], bool] = {
 KUBE_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 CHART_NAMESPACES = ("kueue-system", "dra-driver-nvidia-gpu")
 GPU_OPERATOR_NAMESPACE = "gpu-operator"  # gpupolicy renders the device-plugin ConfigMaps into it
-# Controllers that own a Deployment's replicas: (apiVersion group, kind) of the scaler.
-SCALERS = frozenset({("autoscaling", "HorizontalPodAutoscaler"), ("keda.sh", "ScaledObject")})
-
-
-def group_of(api_version: str) -> str:
-    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
 
 
 def _argo(policy: Policy, kind: str, name: str, wave: int | None = None,
@@ -130,11 +124,11 @@ def _repo(policy: Policy, path: str) -> dict[str, Any]:
     return {"repoURL": g.repo_url, "targetRevision": g.revision, "path": path}
 
 
-def _kinds(manifests: list[Manifest], *, cluster_scoped: bool) -> list[dict[str, str]]:
+def _kinds(folder: Folder, *, cluster_scoped: bool) -> list[dict[str, str]]:
     """The kinds gpupolicy renders (a fixed list, so the last object of a kind can still be pruned
     after it left the render) plus any kind a newer pass added."""
     seen = {gk for gk, scoped in OWNED_KINDS.items() if scoped == cluster_scoped}
-    seen |= {(group_of(m.api_version), m.kind) for m in manifests if (m.namespace is None) == cluster_scoped}
+    seen |= {(g, k) for g, k, scoped in folder.kinds if scoped == cluster_scoped}
     return [{"group": g, "kind": k} for g, k in sorted(seen)]
 
 
@@ -167,12 +161,12 @@ def root_app(policy: Policy, cluster: str) -> Manifest:
     return _manifest(policy, BOOTSTRAP, a)
 
 
-def component_project(policy: Policy, cluster: str, manifests: list[Manifest]) -> Manifest:
+def component_project(policy: Policy, cluster: str, folder: Folder) -> Manifest:
     c = policy.clusters[cluster]
     srv = server(policy, cluster)
     # Namespaces are denied, not enumerated: a team namespace removed from the policy must still be
     # prunable by its Application after this project (an earlier wave) stopped listing it.
-    rendered = {m.namespace for m in manifests if m.namespace} | {m.name for m in manifests if m.kind == "Namespace"}
+    rendered = folder.namespaces
     system = {*KUBE_NAMESPACES, *c.system_namespaces, policy.fleet.spec.gitops.argocd_namespace, *CHART_NAMESPACES}
     denied = sorted(system - rendered - {GPU_OPERATOR_NAMESPACE})
     p = _argo(policy, "AppProject", cluster_project(policy, cluster), PROJECT_WAVE, {LABEL_CLUSTER: cluster})
@@ -181,8 +175,8 @@ def component_project(policy: Policy, cluster: str, manifests: list[Manifest]) -
                        "only the kinds gpupolicy renders.",
         "sourceRepos": [policy.fleet.spec.gitops.repo_url],
         "destinations": [{"server": srv, "namespace": f"!{ns}"} for ns in denied] + [{"server": srv, "namespace": "*"}],
-        "clusterResourceWhitelist": _kinds(manifests, cluster_scoped=True),
-        "namespaceResourceWhitelist": _kinds(manifests, cluster_scoped=False),
+        "clusterResourceWhitelist": _kinds(folder, cluster_scoped=True),
+        "namespaceResourceWhitelist": _kinds(folder, cluster_scoped=False),
     }
     return _manifest(policy, cluster, p)
 
@@ -225,18 +219,7 @@ def chart_app(policy: Policy, cluster: str, chart: Chart) -> Manifest:
     return _manifest(policy, cluster, a)
 
 
-def _scaled_deployments(manifests: list[Manifest]) -> list[tuple[str, str]]:
-    """(namespace, name) of Deployments whose replicas an HPA or KEDA ScaledObject owns."""
-    out = set()
-    for m in manifests:
-        if (group_of(m.api_version), m.kind) in SCALERS:
-            ref = m.obj.get("spec", {}).get("scaleTargetRef", {})
-            if ref.get("kind", "Deployment") == "Deployment" and ref.get("name") and m.namespace:
-                out.add((m.namespace, str(ref["name"])))
-    return sorted(out)
-
-
-def component_app(policy: Policy, cluster: str, component: str, manifests: list[Manifest],
+def component_app(policy: Policy, cluster: str, component: str, folder: Folder,
                   scaled: list[tuple[str, str]]) -> Manifest:
     g = policy.fleet.spec.gitops
     a = _argo(policy, "Application", app_name(policy, cluster, component), COMPONENT_WAVES.get(component, DEFAULT_WAVE),
@@ -245,11 +228,10 @@ def component_app(policy: Policy, cluster: str, component: str, manifests: list[
     if component != "namespaces":
         a["metadata"]["finalizers"] = [FINALIZER]
     options = ["CreateNamespace=false", "PruneLast=true", "ServerSideApply=true"]
-    if any(group_of(m.api_version) not in BUILTIN_GROUPS for m in manifests):
+    if any(g not in BUILTIN_GROUPS for g, _, _ in folder.kinds):
         options.append("SkipDryRunOnMissingResource=true")
     ignore = [{"group": "apps", "kind": "Deployment", "namespace": ns, "name": name, "jsonPointers": ["/spec/replicas"]}
-              for ns, name in scaled
-              if any(m.kind == "Deployment" and m.namespace == ns and m.name == name for m in manifests)]
+              for ns, name in scaled if (ns, name) in folder.deployments]
     if ignore:
         options.append("RespectIgnoreDifferences=true")  # a sync must not reset the scaler's replicas
     spec: dict[str, Any] = {
@@ -269,27 +251,21 @@ def _component_order(components: set[str]) -> list[str]:
     return known + sorted(components - set(COMPONENTS))
 
 
-def lower_argocd(policy: Policy, manifests: list[Manifest]) -> list[Manifest]:
+def lower_argocd(policy: Policy, inventory: Inventory) -> list[Manifest]:
     """The ArgoCD objects for everything the other passes produced (they run first)."""
-    by_cluster: dict[str, list[Manifest]] = defaultdict(list)
-    for m in manifests:
-        if m.cluster in policy.clusters:
-            by_cluster[m.cluster].append(m)
     out = [root_project_manifest(policy)]
     for cluster in sorted(policy.clusters):
-        ms = by_cluster.get(cluster, [])
-        charts = cluster_charts(policy, cluster, ms)
-        if not ms and not charts:
+        components = inventory.components(cluster)
+        whole = inventory.cluster_folder(cluster)
+        charts = cluster_charts(policy, cluster, kueue=any(g == "kueue.x-k8s.io" for g, _, _ in whole.kinds))
+        if not components and not charts:
             continue  # nothing to deliver
         out.append(root_app(policy, cluster))
-        out.append(component_project(policy, cluster, ms))
+        out.append(component_project(policy, cluster, whole))
         if charts:
             out.append(chart_project(policy, cluster, charts))
         out.extend(chart_app(policy, cluster, ch) for ch in charts)
-        scaled = _scaled_deployments(ms)
-        by_component: dict[str, list[Manifest]] = defaultdict(list)
-        for m in ms:
-            by_component[m.component].append(m)
-        for component in _component_order(set(by_component)):
-            out.append(component_app(policy, cluster, component, by_component[component], scaled))
+        scaled = sorted(whole.scaled)
+        for component in _component_order(set(components)):
+            out.append(component_app(policy, cluster, component, components[component], scaled))
     return out

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.emit import dump_yaml
-from compiler.manifest import Manifest
 from compiler.model.fleet import MpsCut, TimeSlicingCut
 from compiler.policy import Policy
 
@@ -136,11 +135,12 @@ _CA_BUNDLES = (
 )
 
 
-def cluster_charts(policy: Policy, cluster: str, manifests: list[Manifest]) -> list[Chart]:
-    """The charts one cluster needs, decided by what was lowered for it and its pools."""
+def cluster_charts(policy: Policy, cluster: str, *, kueue: bool) -> list[Chart]:
+    """The charts one cluster needs: Kueue's when Kueue objects were lowered for it, the GPU
+    Operator's (and the DRA driver's) when it has pools."""
     c = policy.clusters[cluster]
     charts: list[Chart] = []
-    if any(m.api_version.startswith("kueue.x-k8s.io/") for m in manifests):
+    if kueue:
         charts.append(Chart("kueue-chart", KUEUE_CHART, None, _plain(kueue_version(policy, cluster)),
                             "kueue", "kueue-system", kueue_values(policy, cluster),
                             ignore_differences=_CA_BUNDLES))

@@ -42,12 +42,11 @@ def used_departments(policy: Policy, cluster: str) -> list[str]:
     """Departments with a queue on the cluster, plus their ancestors (parents must exist)."""
     depts = policy.departments
     need: set[str] = set()
-    for team in policy.teams:
-        if any(b.cluster == cluster for b in team.model.spec.budgets):
-            cur: str | None = team.model.spec.department
-            while cur is not None and cur in depts and cur not in need:
-                need.add(cur)
-                cur = depts[cur].parent
+    for dept in sorted(policy.team_departments.get(cluster, ())):
+        cur: str | None = dept
+        while cur is not None and cur in depts and cur not in need:
+            need.add(cur)
+            cur = depts[cur].parent
     return sorted(need)
 
 
