@@ -58,14 +58,21 @@ class Allocation:
         # indexes: lowering asks per team and per class, which must not be quadratic in teams
         by_class: dict[tuple[str, str], list[TeamAllocation]] = {}
         by_team: dict[str, list[TeamAllocation]] = {}
+        by_cluster: dict[str, list[TeamAllocation]] = {}
         for e in self.entries:
             by_class.setdefault((e.cluster, e.gpu_class), []).append(e)
             by_team.setdefault(e.team, []).append(e)
+            by_cluster.setdefault(e.cluster, []).append(e)
         object.__setattr__(self, "_by_class", by_class)
         object.__setattr__(self, "_by_team", by_team)
+        object.__setattr__(self, "_by_cluster", by_cluster)
 
     def for_class(self, cluster: str, gpu_class: str) -> list[TeamAllocation]:
         return list(self._by_class.get((cluster, gpu_class), ()))  # type: ignore[attr-defined]
+
+    def for_cluster(self, cluster: str) -> list[TeamAllocation]:
+        """In ``entries`` order."""
+        return list(self._by_cluster.get(cluster, ()))  # type: ignore[attr-defined]
 
     def for_team(self, team: str) -> list[TeamAllocation]:
         return list(self._by_team.get(team, ()))  # type: ignore[attr-defined]

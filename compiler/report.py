@@ -51,6 +51,9 @@ def allocation_data(policy: Policy) -> dict[str, Any]:
     from compiler.lower.attribution import attribution_report
     from compiler.serving.plan import serving_report
 
+    members: dict[str, list[str]] = {}
+    for t in policy.teams:
+        members.setdefault(t.model.spec.department, []).append(t.name)
     return {
         "apiVersion": "gpupolicy.dev/v1alpha1",
         "kind": "Allocation",
@@ -61,8 +64,7 @@ def allocation_data(policy: Policy) -> dict[str, Any]:
         "sources": sorted(policy.source_paths),
         "clusters": clusters,
         "departments": {
-            d.name: {"parent": d.parent, "weight": d.weight,
-                     "teams": sorted(t.name for t in policy.teams if t.model.spec.department == d.name)}
+            d.name: {"parent": d.parent, "weight": d.weight, "teams": sorted(members.get(d.name, ()))}
             for d in sorted(policy.fleet.spec.departments, key=lambda d: d.name)
         },
     }
@@ -122,7 +124,7 @@ def render_markdown(policy: Policy) -> bytes:
             lines.append(f"| `{cid}` | {cls.cut} | `{cls.resource}` | {pools} | {cls.capacity} | "
                          f"{cls.serving_capacity} | {g} ({_pct(g, cls.capacity)}) |")
         lines.append("")
-        entries = [e for e in policy.allocation.entries if e.cluster == cname]
+        entries = policy.allocation.for_cluster(cname)
         if entries:
             lines += ["| team | class | guaranteed | share | borrow up to | lend up to |",
                       "|---|---|---:|---:|---:|---:|"]

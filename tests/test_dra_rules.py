@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.dra.rules import claim_problems
+from compiler.verify.dra_claims import claim_problems
 from compiler.lower.dra import lower_device_classes
 from compiler.lower.kueue import manager_config
 from helpers import compile_dir, copy_demo, find, line_of, mutate, policy_at
@@ -125,3 +125,22 @@ def test_kueue_counts_only_exact_count() -> None:
     assert "allocationMode All" in claim_problems(rct({"deviceClassName": "h100-80gb", "allocationMode": "All"}))[0]
     assert "firstAvailable" in claim_problems(rct(first=[{"name": "a", "deviceClassName": "h100-80gb"}]))[0]
     assert "adminAccess" in claim_problems(rct({"deviceClassName": "h100-80gb", "adminAccess": True}))[0]
+
+
+def test_verify_reports_claim_templates_kueue_cannot_count() -> None:
+    """DRA009 runs in the verify stage on the rendered templates of out/<cluster>/dra/."""
+    from compiler.manifest import Manifest
+    from compiler.verify import verify
+
+    def template(mode: str) -> dict:  # type: ignore[type-arg]
+        req = {"name": "gpu", "exactly": {"deviceClassName": "h100-80gb", "allocationMode": mode}}
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": f"t-{mode.lower()}", "namespace": "team-a"},
+                "spec": {"spec": {"devices": {"requests": [req]}}}}
+
+    ms = [Manifest("onprem", "dra", template("All")), Manifest("onprem", "dra", template("ExactCount")),
+          Manifest("onprem", "serving", template("All"))]  # serving claims are not Kueue's to count
+    found = verify(ms, kube_versions={"onprem": "1.34"}, crds=None).diagnostics
+    dra = [d for d in found if d.code == "DRA009"]
+    assert len(dra) == 1 and "t-all" in dra[0].message and "allocationMode All" in dra[0].message
+    assert dra[0].location is not None and dra[0].location.file == "out/onprem/dra/resourceclaimtemplate.team-a.t-all.yaml"

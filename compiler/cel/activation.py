@@ -56,6 +56,12 @@ def _capacity(value: Any) -> dict[str, str]:
         raise CelError(f"device capacity {value!r} is not a quantity: {exc}") from None
 
 
+def referenced_domains(expr: str) -> frozenset[tuple[str, str]]:
+    """(``attributes`` or ``capacity``, domain) pairs ``expr`` looks up by name: everything of it
+    ``device_activation`` depends on."""
+    return frozenset((table, single or double) for table, single, double in _DOMAIN_LOOKUP.findall(expr))
+
+
 def device_activation(
     driver: str,
     attributes: Mapping[str, Any] | None = None,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from compiler.cel import CelError, compile_expr, device_from_slice
+from compiler.cel.activation import referenced_domains
 from compiler.dra.inventory import DRIVER, Device, Inventory
 
 # Names an expression reads: `.name` or `['name']` (attributes, capacities, domains alike).
@@ -70,11 +71,23 @@ class NotBool(CelError):
     """The selector evaluated to something other than a bool (Kubernetes rejects it at compile time)."""
 
 
-def _eval(program: Any, expr: str, entry: dict[str, Any]) -> bool:
-    value = program.evaluate(device_from_slice(DRIVER, entry, expressions=[expr]))
+def _eval(program: Any, activation: dict[str, Any]) -> bool:
+    value = program.evaluate(activation)
     if not isinstance(value, bool):
         raise NotBool(f"returns {type(value).__name__} {value!r}, not a bool")
     return value
+
+
+def _activations(inventory: Inventory, device: Device, names: set[str], expr: str) -> list[dict[str, Any]]:
+    """The device's variants as CEL variables. Memoised on the inventory: every class asks about
+    every device, and the variables depend only on the device, the alternatives the expression
+    reads and the domains it looks up (building them was most of a proof's time)."""
+    memo = inventory.__dict__.setdefault("_activations", {})
+    key = (id(device), tuple(sorted(k for k in device.alternatives if k in names)), referenced_domains(expr))
+    acts = memo.get(key)
+    if acts is None:
+        acts = memo[key] = [device_from_slice(DRIVER, entry, expressions=[expr]) for entry in _variants(device, names)]
+    return acts
 
 
 def evaluate_class(name: str, selectors: Sequence[str], inventory: Inventory) -> ClassMatch:
@@ -109,7 +122,7 @@ def _evaluate_class(name: str, selectors: Sequence[str], inventory: Inventory) -
                 verdict = None
                 break
             try:
-                answers = {_eval(program, expr, entry) for entry in _variants(device, names)}
+                answers = {_eval(program, act) for act in _activations(inventory, device, names, expr)}
             except NotBool as exc:
                 if all(j != i for j, _ in result.compile_errors):
                     result.compile_errors.append((i, str(exc)))

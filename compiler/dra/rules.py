@@ -50,11 +50,6 @@ CUSTOM = define(
     "Kueue can queue.",
     "deviceClasses:\n- {name: h100-sxm, class: h100-80gb, selectors: [...]}",
     "deviceClasses:\n- {name: gpu.nvidia.com, class: h100-81gb, selectors: [...]}")
-CLAIM_MODE = define(
-    "DRA009", "ResourceClaimTemplates Kueue must count use one `exactly` request per device class with "
-    "allocationMode ExactCount (Kueue rejects All, firstAvailable and adminAccess).",
-    "exactly: {deviceClassName: h100-80gb, allocationMode: ExactCount, count: 4}",
-    "exactly: {deviceClassName: h100-80gb, allocationMode: All}")
 KUEUE_LIMITS = define(
     "DRA010", "Kueue accepts at most 16 deviceClassMappings with at most 8 DeviceClasses each.",
     "# 5 queued GPU classes on the cluster", "# 17 queued GPU classes on one DRA cluster")
@@ -222,7 +217,7 @@ def _verdict(m: ClassMatch, own: set[str], loc: Location, path: str | None, inve
 
 
 def _lowered(policy: Policy, c: Cluster, base: YamlPath) -> Iterator[Diagnostic]:
-    from compiler.lower.dra import device_class_mappings, lower_claim_templates
+    from compiler.lower.dra import device_class_mappings
 
     mappings = device_class_mappings(policy, c.name)
     wide = [m["name"] for m in mappings if len(m["deviceClassNames"]) > KUEUE_MAX_CLASSES]
@@ -231,29 +226,3 @@ def _lowered(policy: Policy, c: Cluster, base: YamlPath) -> Iterator[Diagnostic]
                 else f"more than {KUEUE_MAX_CLASSES} DeviceClasses in {', '.join(wide)}")
         yield KUEUE_LIMITS.diag(f"cluster {c.name!r} needs {what}; Kueue refuses to start",
                                 _loc(policy, base + ("dra",)), hint="fewer queued GPU classes or fleet DeviceClasses")
-    for team in policy.teams:
-        for man in lower_claim_templates(policy, team, c.name):
-            for problem in claim_problems(man.obj):
-                yield CLAIM_MODE.diag(f"ResourceClaimTemplate {man.namespace}/{man.name}: {problem}",
-                                      team.src.locate(("spec", "budgets")))
-
-
-def claim_problems(template: dict[str, object]) -> list[str]:
-    """Why Kueue could not count a ResourceClaimTemplate (pkg/dra/claims.go countDevicesPerClass)."""
-    spec = template.get("spec") or {}
-    assert isinstance(spec, dict)
-    requests = ((spec.get("spec") or {}).get("devices") or {}).get("requests") or []
-    out = []
-    for i, r in enumerate(requests):
-        exactly = r.get("exactly")
-        if r.get("firstAvailable") is not None or exactly is None:
-            out.append(f"request {i} uses firstAvailable; Kueue counts only `exactly` requests")
-            continue
-        if exactly.get("adminAccess"):
-            out.append(f"request {i} sets adminAccess, which Kueue does not support")
-        mode = exactly.get("allocationMode", "ExactCount")
-        if mode != "ExactCount":
-            out.append(f"request {i} uses allocationMode {mode}; Kueue counts only ExactCount")
-        elif int(exactly.get("count", 1)) < 1:
-            out.append(f"request {i} asks for {exactly.get('count')} devices")
-    return out

@@ -69,6 +69,7 @@ class Strict(BaseModel):
         populate_by_name=False,
         frozen=True,
         str_strip_whitespace=False,
+        defer_build=True,
     )
 
 

@@ -10,6 +10,7 @@ from collections import defaultdict
 from typing import Callable, Iterator
 
 from compiler.hints import did_you_mean
+from compiler.load import SourceFile, YamlPath
 from compiler.classes import ISOLATION_ALLOWS, ISOLATION_TABLE
 from compiler.validate.admission import check_admission
 from compiler.diagnostics import Diagnostic, Severity
@@ -279,15 +280,16 @@ def check_teams(policy: Policy) -> Iterator[Diagnostic]:
                                          hint="budget on a cluster in an allowed residency, or drop the data class")
         for i, ns in enumerate(t.spec.namespaces):
             for j, c in enumerate(ns.clusters):
-                loc = src.locate(("spec", "namespaces", i, "clusters", j))
+                at = ("spec", "namespaces", i, "clusters", j)  # located only for a diagnostic (12,000 here)
                 if c not in clusters:
-                    yield UNKNOWN_REF.diag(f"namespace {ns.name!r} names unknown cluster {c!r}", loc,
+                    yield UNKNOWN_REF.diag(f"namespace {ns.name!r} names unknown cluster {c!r}", src.locate(at),
                                            hint=_choices(c, clusters))
                     continue
-                yield from _claim(owners, system, c, ns.name, t.metadata.name, "training", loc)
+                yield from _claim(owners, system, c, ns.name, t.metadata.name, "training", src, at)
                 if c not in budget_clusters:
                     yield IDLE_NAMESPACE.diag(f"namespace {ns.name!r} on {c!r}: team has no budget there, so no "
-                                              "queue is created", loc, hint="add a budget on that cluster or drop it")
+                                              "queue is created", src.locate(at),
+                                              hint="add a budget on that cluster or drop it")
         for i, s in enumerate(t.spec.serving):
             base = ("spec", "serving", i)
             if s.cluster not in clusters:
@@ -307,17 +309,14 @@ def check_teams(policy: Policy) -> Iterator[Diagnostic]:
                 yield UNKNOWN_REF.diag(f"serving {s.name!r} handles data class {s.data_class!r}, which the team "
                                        "does not declare", src.locate(base + ("dataClass",)))
             serving_ns = serving_namespace(t.metadata.name, t.spec.serving_namespace)
-            yield from _claim(owners, system, s.cluster, serving_ns, t.metadata.name, "serving",
-                              src.locate(("spec", "servingNamespace") if t.spec.serving_namespace else base))
+            yield from _claim(owners, system, s.cluster, serving_ns, t.metadata.name, "serving", src,
+                              ("spec", "servingNamespace") if t.spec.serving_namespace else base)
 
 
 def _claim(owners: dict[tuple[str, str], tuple[str, str]], system: dict[str, set[str]], cluster: str, ns: str,
-           team: str, purpose: str, loc: object) -> Iterator[Diagnostic]:
-    from compiler.diagnostics import Location
-
-    assert isinstance(loc, Location)
+           team: str, purpose: str, src: SourceFile, at: YamlPath) -> Iterator[Diagnostic]:
     if ns in system.get(cluster, set()):
-        yield NAMESPACE_CLAIM.diag(f"namespace {ns!r} is a system namespace on {cluster!r}", loc,
+        yield NAMESPACE_CLAIM.diag(f"namespace {ns!r} is a system namespace on {cluster!r}", src.locate(at),
                                    hint="pick a namespace of the team's own")
         return
     prev = owners.get((cluster, ns))
@@ -326,7 +325,8 @@ def _claim(owners: dict[tuple[str, str], tuple[str, str]], system: dict[str, set
     elif prev != (team, purpose):
         who = f"team {prev[0]!r}" if prev[0] != team else "this team"
         yield NAMESPACE_CLAIM.diag(f"namespace {ns!r} on {cluster!r} is already claimed by {who} for {prev[1]}",
-                                   loc, hint="each namespace belongs to one team and one purpose (training or serving)")
+                                   src.locate(at),
+                                   hint="each namespace belongs to one team and one purpose (training or serving)")
 
 
 def check_flavor_selection(policy: Policy) -> Iterator[Diagnostic]:

@@ -26,6 +26,7 @@ from compiler.verify.builtin import (
 from compiler.verify.context import ObjectContext, VerifyStats
 from compiler.verify.custom import report_schema_errors, verify_custom_resource
 from compiler.verify.embedded_cel import check_embedded_cel
+from compiler.verify.dra_claims import check_claim_template
 from compiler.verify.kueue_webhook import check_kueue
 from compiler.verify.meta import BUILTIN_CLUSTER_SCOPED, verify_metadata
 from compiler.verify.registry import CrdEntry, CrdLoadError, CrdRegistry
@@ -122,6 +123,8 @@ class _Verifier:
         schemas = version_schemas(resolved.bundled)
         report_schema_errors(ctx, validator.errors(obj), lambda path: schemas.fields_at(group, version, kind, path))
         self.result.stats.embedded_expressions += check_embedded_cel(obj, ctx)
+        if kind == "ResourceClaimTemplate" and ctx.manifest.component == "dra":  # the ones Kueue counts
+            check_claim_template(obj, ctx)
 
     def custom(self, obj: dict[str, Any], group: str, version: str, kind: str, ctx: ObjectContext) -> None:
         entry = self.crds.get(group, kind) if self.crds is not None else None
