@@ -140,7 +140,7 @@ class _Run:
             if rec is None:
                 return None
             self.store.put("result", key_all, rec)
-            self.store.prune(("result", "load", "unit", "files", "blob"))
+            self.store.prune(("result", "load", "pos", "unit", "files", "blob"))
             how = "partial" if self.reused else "none"
         out = self.output(rec, how)
         if out is None:  # a unit's entry vanished since: compile without the result entry
@@ -180,20 +180,37 @@ class _Run:
             hit = self.store.get("load", key)
             if hit is None:
                 src, found = load_text(shown, data)
-                hit = (None if src is None else (src.data, src.positions, src.key_positions),
-                       [diag_out(x) for x in found])
+                if src is not None:
+                    self.store.put("pos", key, (src.positions, src.key_positions))
+                hit = (None if src is None else src.data, [diag_out(x) for x in found])
                 self.store.put("load", key, hit)
+            self.store.used.add(("pos", key))
             parsed, stored = hit
             diags.extend(diag_in(x) for x in stored)
             if parsed is None:
                 continue
             text = data.decode("utf-8")
-            src = SourceFile(shown, text[1:] if text.startswith("\ufeff") else text, *parsed)
+            src = SourceFile(shown, text[1:] if text.startswith("\ufeff") else text, parsed,
+                             lazy_positions=self.positions(key, shown, data))
             if is_fleet:
                 fleet = src
             else:
                 teams.append(src)
         return PolicySources(fleet, teams), diags
+
+    def positions(self, key: str, shown: str, data: bytes) -> Callable[[], Any]:
+        """A file's position tables, read when a diagnostic first needs them (or re-parsed, if
+        the entry was pruned meanwhile)."""
+        def get() -> Any:
+            from compiler.load import load_text
+
+            hit = self.store.get("pos", key)
+            if hit is None:
+                src, _ = load_text(shown, data)
+                hit = ({}, {}) if src is None else (src.positions, src.key_positions)
+            return hit
+
+        return get
 
     def compile(self, raw: list[tuple[str, bytes, bool]], diags0: list[Diagnostic]) -> dict[str, Any] | None:
         self.reused = 0
@@ -252,8 +269,9 @@ class _Run:
         inventory = Inventory.of(fresh)
         # (key, cached record or None, the new unit's objects and inventory)
         units: list[tuple[str, dict[str, Any] | None, list[Manifest], Inventory | None]] = []
+        fleet_key = digest(self.fp, fleet_path, raw[fleet_path])  # hashed once, not once per team
         for team in policy.teams:
-            key = digest(self.fp, fleet_path, raw[fleet_path], team.path, raw[team.path])
+            key = digest(fleet_key, team.path, raw[team.path])
             rec = self.store.get("unit", key)
             if rec is not None:
                 self.reused += 1

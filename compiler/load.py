@@ -9,10 +9,11 @@ file, duplicate keys, unknown tags, merge keys, alias bombs and absurd nesting o
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -25,6 +26,7 @@ from compiler.load_fast import compose as compose_fast
 from compiler.rules import define
 
 YamlPath = tuple[str | int, ...]
+Positions = tuple[dict[YamlPath, tuple[int, int]], dict[YamlPath, tuple[int, int]]]  # values, keys
 
 MAX_FILE_BYTES = 1 << 20  # 1 MiB: a policy file is a page, not a data dump
 MAX_NODES = 100_000  # counted with aliases expanded, so an alias bomb stops here
@@ -91,9 +93,15 @@ class SourceFile:
     # 1-based (line, col) of each value node, and of each mapping key, by path.
     positions: dict[YamlPath, tuple[int, int]] = field(default_factory=dict)
     key_positions: dict[YamlPath, tuple[int, int]] = field(default_factory=dict)
+    # Supplies both position tables on first use (the incremental cache: a run locates nodes of
+    # a few files, if any, so the other thousand tables are never read).
+    lazy_positions: Callable[[], Positions] | None = field(default=None, repr=False, compare=False)
 
     def locate(self, path: YamlPath, *, key: bool = False) -> Location:
         """Position of ``path``, or of its nearest ancestor that exists."""
+        if self.lazy_positions is not None:
+            self.positions, self.key_positions = self.lazy_positions()
+            self.lazy_positions = None
         p = tuple(path)
         if key and p in self.key_positions:
             line, col = self.key_positions[p]
@@ -304,12 +312,16 @@ def discover(policy_dir: Path, display_root: Path) -> tuple[list[tuple[Path, str
         files.append((fleet, display(fleet)))
     teams_dir = policy_dir / "teams"
     if teams_dir.is_dir():
-        for p in sorted(teams_dir.iterdir(), key=lambda q: q.name):
-            if p.name.startswith("."):
+        shown_dir = display(teams_dir)  # resolved once: a thousand teams, a thousand resolves otherwise
+        with os.scandir(teams_dir) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            if e.name.startswith("."):
                 continue
-            if p.is_file() and p.suffix == ".yaml":
-                files.append((p, display(p)))
-            elif p.suffix == ".yml" or p.is_dir():
+            p = teams_dir / e.name
+            if e.is_file() and p.suffix == ".yaml":
+                files.append((p, display(p) if e.is_symlink() else f"{shown_dir}/{e.name}"))
+            elif p.suffix == ".yml" or e.is_dir():
                 diags.append(
                     LOAD_MISSING.diag(
                         f"unexpected {'directory' if p.is_dir() else 'file'} {p.name!r} in teams/",

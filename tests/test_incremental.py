@@ -83,6 +83,21 @@ def test_policy_errors_and_no_verify(demo: Path) -> None:
     _check(demo, "result", verify=False)
 
 
+def test_cached_files_are_located_lazily(demo: Path) -> None:
+    """A diagnostic in a file loaded from the cache is located from its stored (or, once pruned,
+    re-parsed) position table, at the same line as a full compile."""
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 800")  # KUEUE001 in vision.yaml
+    _check(demo, "none")
+    nlp = demo / "policies/teams/nlp.yaml"
+    nlp.write_text(nlp.read_text() + "# edited\n")  # another team's edit: vision.yaml from the cache
+    inc = _check(demo, "partial")
+    d = next(d for d in inc.diagnostics if d.code == "KUEUE001")
+    assert d.location is not None and d.location.file.endswith("vision.yaml") and d.location.line > 1
+    shutil.rmtree(demo / CACHE_DIRNAME / "pos")
+    nlp.write_text(nlp.read_text() + "# edited again\n")
+    _check(demo, "partial")
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_golden_cases(case: str, tmp_path: Path, crds_dir: Path) -> None:
     root = tmp_path / case
