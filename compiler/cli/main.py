@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from compiler.diagnostics import EXIT_USAGE, UsageError
-from compiler.pipeline import LARGE_HEAP_THRESHOLDS, Options, default_crds
+from compiler.pipeline import Options, default_crds
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,10 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entrypoint() -> None:
-    # The collector thresholds compile_policies uses (pipeline.fewer_collections), for the whole
-    # command: restoring the defaults after a large build makes the next allocations pay a full
-    # collection of everything it built (~1 s at 1,000 teams).
-    gc.set_threshold(*LARGE_HEAP_THRESHOLDS)
+    # No cyclic collection for the whole command, as during a compile (pipeline.no_collections):
+    # re-enabling it after a large build makes the next allocations pay a full collection of
+    # everything it built (~1 s at 1,000 teams). A command is short-lived and makes few cycles.
+    gc.disable()
     code = main()
     # Skip the interpreter's teardown: freeing a large build's objects one by one takes ~0.15 s
     # on the 1,000-team benchmark and nothing is left to clean up (files closed, children
