@@ -17,6 +17,7 @@ import functools
 import hashlib
 import marshal
 import os
+import struct
 import sys
 import time
 import zlib
@@ -143,44 +144,80 @@ class Store:
                     pass
 
 
+_STAT = struct.Struct("<qqQ")  # size, mtime (ns), inode: what a file's state entry starts with
+
+
 def scan_tree(root: Path, known: dict[str, Any] | None) -> tuple[dict[str, str], dict[str, Any] | None]:
     """Digest of every file under ``root`` (relative posix path → digest), reading only files
     whose size, mtime or inode changed since ``known`` was recorded, or that were modified too
     close to that moment to trust their mtime. Returns the digests and the new state, or None
-    for the state when ``known`` still holds (nothing read, nothing gone)."""
-    files = known.get("files", {}) if known else {}
+    for the state when ``known`` still holds (nothing read, nothing gone).
+
+    A state is ``{"at": ns, "dirs": {"<dir>/": {name: 24-byte stat + hex digest}}}``: one bytes
+    value per file keeps it small to load (70,000 files here, on every ``check``)."""
+    old_dirs: dict[str, dict[str, bytes]] = (known or {}).get("dirs") or {}
     cutoff = (known.get("at", 0) if known else 0) - RACY_NS
     digests: dict[str, str] = {}
-    state: dict[str, tuple[int, int, int, str]] = {}
+    dirs: dict[str, dict[str, bytes]] = {}
     read = 0
+    pack = _STAT.pack
 
-    def walk(path: str, prefix: str) -> None:  # hot: one iteration per file (70,000 here)
+    def walk(path: str, prefix: str) -> None:  # hot: one iteration per file
         nonlocal read
+        old = old_dirs.get(prefix) or {}
+        mine: dict[str, bytes] = {}
         with os.scandir(path) as it:
-            entries = list(it)
-        for e in entries:
-            if e.is_dir(follow_symlinks=False):
-                walk(e.path, f"{prefix}{e.name}/")
-                continue
-            if not e.is_file(follow_symlinks=False):
-                continue
-            rel = prefix + e.name
-            st = e.stat(follow_symlinks=False)
-            old = files.get(rel)
-            if (old is not None and old[1] == st.st_mtime_ns and old[0] == st.st_size and old[2] == st.st_ino
-                    and st.st_mtime_ns < cutoff):
-                digests[rel] = old[3]
-                state[rel] = old
-                continue
-            with open(e.path, "rb") as fh:
-                d = content_digest(fh.read())
-            read += 1
-            digests[rel] = d
-            state[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, d)
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    walk(e.path, f"{prefix}{e.name}/")
+                    continue
+                if not e.is_file(follow_symlinks=False):
+                    continue
+                name = e.name
+                st = e.stat(follow_symlinks=False)
+                key = pack(st.st_size, st.st_mtime_ns, st.st_ino)
+                value = old.get(name)
+                if value is not None and value[:24] == key and st.st_mtime_ns < cutoff:
+                    d = value[24:].decode()
+                else:
+                    with open(e.path, "rb") as fh:
+                        d = content_digest(fh.read())
+                    read += 1
+                    value = key + d.encode()
+                mine[name] = value
+                digests[prefix + name] = d
+        dirs[prefix] = mine
 
     at = time.time_ns()
     if root.is_dir():
         walk(str(root), "")
-    if known and not read and len(state) == len(files):
+    if known and not read and len(digests) == sum(len(d) for d in old_dirs.values()):
         return digests, None
-    return digests, {"at": at, "files": state}
+    return digests, {"at": at, "dirs": dirs}
+
+
+def record_tree(root: Path, written: dict[str, str]) -> dict[str, Any]:
+    """The state (as ``scan_tree``) of a tree this process just wrote: stat each file and trust
+    the digest it was written with (files inside the racy window are re-read by the next scan)."""
+    dirs: dict[str, dict[str, bytes]] = {}
+    at = time.time_ns()
+    pack = _STAT.pack
+
+    def walk(path: str, prefix: str) -> None:
+        mine: dict[str, bytes] = {}
+        with os.scandir(path) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    walk(e.path, f"{prefix}{e.name}/")
+                elif e.is_file(follow_symlinks=False):
+                    st = e.stat(follow_symlinks=False)
+                    d = written.get(prefix + e.name)
+                    if d is None:
+                        with open(e.path, "rb") as fh:
+                            d = content_digest(fh.read())
+                    mine[e.name] = pack(st.st_size, st.st_mtime_ns, st.st_ino) + d.encode()
+        dirs[prefix] = mine
+
+    if root.is_dir():
+        walk(str(root), "")
+    return {"at": at, "dirs": dirs}

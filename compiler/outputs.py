@@ -8,13 +8,10 @@ changed, or whose mtime is too recent to trust, are read.
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
-from compiler.cache import Store, content_digest, digest, scan_tree
+from compiler.cache import Store, digest, record_tree, scan_tree
 from compiler.emit import write_file_atomic, write_tree
 from compiler.forked import in_child
 from compiler.incremental import Output
@@ -90,33 +87,7 @@ def write(scan: TreeScan, root: Path, out: Output, store: Store | None) -> bool:
     current = scan.result()
     changed = write_tree(out_dir, _Lazy(out), digests=out.out_digests, current=current)
     if store is not None and changed:
-        store.put("outstate", _state_key(out_dir), _recorded(out_dir, out.out_digests))
+        store.put("outstate", _state_key(out_dir), record_tree(out_dir, out.out_digests))
     for rel, data in sorted(out.repo_files.items()):
         changed |= write_file_atomic(root / rel, data)
     return changed
-
-
-def _recorded(out_dir: Path, written: Mapping[str, str]) -> dict[str, Any]:
-    """State of a tree this process just wrote: stat each file, trust the digest it was written
-    with (files written within the racy window are re-read by the next scan anyway)."""
-    files: dict[str, tuple[int, int, int, str]] = {}
-    at = time.time_ns()
-
-    def walk(path: str, prefix: str) -> None:
-        with os.scandir(path) as it:
-            entries = list(it)
-        for e in entries:
-            if e.is_dir(follow_symlinks=False):
-                walk(e.path, f"{prefix}{e.name}/")
-            elif e.is_file(follow_symlinks=False):
-                rel = prefix + e.name
-                st = e.stat(follow_symlinks=False)
-                d = written.get(rel)
-                if d is None:
-                    with open(e.path, "rb") as fh:
-                        d = content_digest(fh.read())
-                files[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, d)
-
-    if out_dir.is_dir():
-        walk(str(out_dir), "")
-    return {"at": at, "files": files}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import marshal
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +182,17 @@ def test_inventories_merge_to_the_whole() -> None:
     assert sorted(merged.files) == sorted(whole.files) and len(merged.files) == len(manifests) - sum(
         m.cluster == "argocd" for m in manifests)
     assert any(f.scaled for f in whole.folders.values()) and any(f.deployments for f in whole.folders.values())
+
+
+def test_scan_tree_notices_every_kind_of_change(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_tree(out, {"a/x.yaml": b"1\n", "a/y.yaml": b"2\n", "b/z.yaml": b"3\n"})
+    digests, state = scan_tree(out, None)
+    assert state is not None
+    state["at"] = time.time_ns() + 10**9  # as if recorded long after the writes: every file trusted
+    assert scan_tree(out, state) == (digests, None)  # nothing read, nothing gone
+    (out / "b/z.yaml").unlink()
+    gone, new_state = scan_tree(out, state)
+    assert "b/z.yaml" not in gone and new_state is not None
+    (out / "a/w.yaml").write_bytes(b"4\n")
+    assert scan_tree(out, state)[0]["a/w.yaml"] == content_digest(b"4\n")
