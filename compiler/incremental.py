@@ -345,15 +345,17 @@ class _Run:
     def new_unit(self, policy: Any, key: str, flat: list[Any], inventory: Any) -> dict[str, Any] | None:
         from compiler.emit import render_manifest
 
+        from compiler.verify.lines import add_lines
+
         diags: list[Diagnostic] = []
         stats: tuple[Any, ...] = ({}, 0, 0, 0, 0, 0, 0)
+        files = {m.relpath: render_manifest(m) for m in flat}
         if self.opts.verify:
             result = self.verifier(policy)(flat)
-            diags = list(result.diagnostics)
+            diags = add_lines(result.diagnostics, files.get)
             if any(d.code == UNSUPPORTED_ONCE for d in diags):
                 return None
             stats = stats_out(result.stats)
-        files = {m.relpath: render_manifest(m) for m in flat}
         rec = {"inventory": inventory.to_record(),
                "files": {rel: content_digest(data) for rel, data in files.items()},
                "diags": [diag_out(d) for d in diags], "stats": stats}
@@ -376,6 +378,7 @@ class _Run:
         """Cluster and ArgoCD objects, one at a time, through a table keyed by their content."""
         from compiler import kueue_config
         from compiler.lower.kueue import manager_config
+        from compiler.verify.lines import add_lines
 
         diags: list[Diagnostic] = []
         for cluster in sorted(policy.clusters):  # Helm values, not manifests (as run_verify)
@@ -391,7 +394,7 @@ class _Run:
             if hit is None:
                 check = check or self.verifier(policy)
                 result = check([m])
-                hit = ([diag_out(d) for d in result.diagnostics], stats_out(result.stats))
+                hit = ([diag_out(d) for d in add_lines(result.diagnostics, rendered.get)], stats_out(result.stats))
             kept[key] = hit
             found = [diag_in(d) for d in hit[0]]
             if any(d.code == UNSUPPORTED_ONCE for d in found):

@@ -57,5 +57,11 @@ def run_verify(
                 f"no CRD directory: {len(unverified)} custom resources were not verified",
                 Location(policy.fleet_src.path), severity=Severity.ERROR if strict else Severity.WARNING,
                 hint="pass --crds DIR or set GPUPOLICY_CRDS (README: validating against your cluster's CRDs)")
+    if found:
+        from compiler.emit import render_manifest
+        from compiler.verify.lines import add_lines
+
+        by_path = {m.relpath: m for m in manifests}
+        found = add_lines(found, lambda rel: render_manifest(by_path[rel]) if rel in by_path else None)
     diags.extend(found)
     return diags, result.stats.as_dict()

@@ -144,3 +144,21 @@ def test_verify_reports_claim_templates_kueue_cannot_count() -> None:
     dra = [d for d in found if d.code == "DRA009"]
     assert len(dra) == 1 and "t-all" in dra[0].message and "allocationMode All" in dra[0].message
     assert dra[0].location is not None and dra[0].location.file == "out/onprem/dra/resourceclaimtemplate.team-a.t-all.yaml"
+
+
+def test_kueue_mapping_limits(tmp_path: Path) -> None:
+    """DRA010: eight fleet DeviceClasses plus the generated one make nine in one mapping (Kueue: 8)."""
+    root = copy_demo(tmp_path)
+    sel = (f"{GPU} && {A}.architecture == 'Hopper' && "
+           "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('100Gi')) < 0")
+    lines = ["      deviceClasses:\n"]
+    for i in range(8):
+        lines.append(f"        - name: hopper-{i}\n          class: h100-80gb\n          selectors:\n"
+                     f'            - "{sel}"\n')
+    mutate(root, "fleet.yaml", ANCHOR, ANCHOR + "".join(lines))
+    d = find(compile_dir(root).diagnostics, "DRA010")
+    assert "more than 8 DeviceClasses in gpupolicy.dev/h100-80gb" in d.message, d
+    assert d.location is not None and d.location.line == line_of(root, "fleet.yaml", "dra: true")
+    mutate(root, "fleet.yaml", "        - name: hopper-7\n          class: h100-80gb\n          selectors:\n"
+           f'            - "{sel}"\n', "")
+    assert not [x for x in compile_dir(root).diagnostics if x.code == "DRA010"]

@@ -67,6 +67,28 @@ def test_wrong_object_is_caught(crds_dir) -> None:  # type: ignore[no-untyped-de
     assert codes & {"VERIFY020", "VERIFY021", "VERIFY022"}  # webhook: lendingLimit > nominalQuota, no cohort
 
 
+def test_findings_point_at_the_line_in_out(crds_dir) -> None:  # type: ignore[no-untyped-def]
+    """A verify finding names out/<file>:<line>:<col> of its JSON path in the rendered file."""
+    from compiler.emit import render_manifest
+    from compiler.verify.lines import add_lines, parse_path
+
+    assert parse_path("spec.resourceGroups[0].flavors[1]") == ("spec", "resourceGroups", 0, "flavors", 1)
+    assert parse_path("metadata.labels[gpupolicy.dev/team]") == ("metadata", "labels", "gpupolicy.dev/team")
+    bad = Manifest("onprem", "kueue", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "x"},
+        "spec": {"cohortName": "c", "namespaceSelector": {}, "resourceGroups": [{
+            "coveredResources": ["nvidia.com/gpu"],
+            "flavors": [{"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 4,
+                                                          "lendingLimit": 8}]}]}]}}, ("policies/fleet.yaml",))
+    data = render_manifest(bad)
+    res = verify([bad], kube_versions={"onprem": "1.34"}, crds=CrdRegistry.load(crds_dir))
+    found = add_lines(res.diagnostics, {bad.relpath: data}.get)
+    d = next(d for d in found if d.code == "VERIFY021")
+    lines = data.decode().splitlines()
+    assert d.location is not None and d.location.file == "out/onprem/kueue/clusterqueue._.x.yaml"
+    assert "lendingLimit: 8" in lines[d.location.line - 1], (d, lines)
+
+
 def test_no_secrets_in_out() -> None:
     res = compile_dir(REPO)
     assert res.ok
