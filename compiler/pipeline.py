@@ -57,13 +57,12 @@ def default_crds(root: Path) -> Path | None:
     return None
 
 
-
 @contextmanager
 def no_collections() -> Iterator[None]:
     """A build allocates millions of objects that live until it ends; the cyclic collector
     would re-walk them over and over (~30% of the 1,000-team benchmark with the default
     thresholds, bench/README.md; still ~60% of loading the cache with thresholds raised 100x).
-    Cycles are rare here (+10% peak RSS without collecting), so none runs during a compile."""
+    Cycles are rare here (peak RSS +3-10% without collecting), so none runs during a compile."""
     was = gc.isenabled()
     gc.disable()
     try:

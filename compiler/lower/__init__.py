@@ -70,9 +70,14 @@ def lower_all(policy: Policy) -> tuple[list[Manifest], Inventory]:
         out.extend(lower_cluster(policy, cluster))
         for team in policy.teams:
             out.extend(lower_team(policy, team, cluster))
-    # ArgoCD objects are derived from what the passes above produced (which components have files).
     inventory = Inventory.of(out)
+    out.extend(lower_delivery(policy, inventory))
+    return sorted(out, key=Manifest.sort_key), inventory
+
+
+def lower_delivery(policy: Policy, inventory: Inventory) -> list[Manifest]:
+    """The ArgoCD objects, derived from what the passes above produced (which components have
+    files, their kinds and namespaces), counted into ``inventory``."""
     argocd = lower_argocd(policy, inventory)
     inventory.count += len(argocd)
-    out.extend(argocd)
-    return sorted(out, key=Manifest.sort_key), inventory
+    return argocd
