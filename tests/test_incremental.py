@@ -75,6 +75,22 @@ def test_demo_edits(demo: Path) -> None:
     _check(demo, "none")
 
 
+def test_edits_that_change_whole_output_passes(demo: Path) -> None:
+    """Edits whose effect reaches ArgoCD objects, CODEOWNERS and GITOPS checks through the
+    merged inventories: a cluster's only serving deployment leaves (its serving Application,
+    the scaler's ignoreDifferences and AppProject kinds go), then comes back."""
+    _check(demo, "none")
+    nlp = demo / "policies/teams/nlp.yaml"
+    text = nlp.read_text()
+    nlp.write_text(text[:text.index("  serving:\n")])
+    inc = _check(demo, "partial")
+    assert not any(rel.startswith("onprem/serving/deployment.") for rel in inc.out_digests)
+    nlp.write_text(text)
+    _check(demo, "result")
+    mutate(demo, "teams/nlp.yaml", "servingNamespace: nlp-serving", "servingNamespace: nlp-inference")
+    _check(demo, "partial")
+
+
 def test_policy_errors_and_no_verify(demo: Path) -> None:
     mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 800")  # KUEUE001
     inc = _check(demo, "none")
