@@ -110,14 +110,18 @@ def _pool(suffix: str, model: str, gpn: int, cut: dict[str, Any], karpenter: boo
     return p
 
 
+ORG = "org"
+
+
 def make_departments(rng: random.Random, n_teams: int) -> tuple[list[dict[str, Any]], list[str]]:
-    """A tree: divisions > groups > (sometimes) sub-groups; teams join the leaves."""
+    """A tree: the organisation > divisions > groups > (sometimes) sub-groups; teams join the
+    leaves. One root, so its Cohort can lend the GPUs no team is guaranteed (KUEUE007)."""
     n_div = max(2, min(12, n_teams // 80 + 2))
-    depts: list[dict[str, Any]] = []
+    depts: list[dict[str, Any]] = [{"name": ORG, "weight": 1}]
     leaves: list[str] = []
     for d in range(n_div):
         div = f"div-{WORDS[d % len(WORDS)]}{d // len(WORDS) or ''}"
-        depts.append({"name": div, "weight": rng.choice([1, 1, 2, 3])})
+        depts.append({"name": div, "parent": ORG, "weight": rng.choice([1, 1, 2, 3])})
         for g in range(max(2, n_teams // (n_div * 12))):
             grp = f"{div}-g{g:02d}"
             entry: dict[str, Any] = {"name": grp, "parent": div, "weight": rng.choice([1, 1, 1.5, 2])}
@@ -254,8 +258,8 @@ def department_caps(depts: list[dict[str, Any]], teams: list[dict[str, Any]]) ->
     """Caps on the divisions (the top level) for their busiest class: guarantees + 25%."""
     parent = {d["name"]: d.get("parent") for d in depts}
 
-    def root(name: str) -> str:
-        while parent.get(name):
+    def root(name: str) -> str:  # the division: the level under the organisation
+        while parent.get(name) not in (None, ORG):
             name = parent[name]  # type: ignore[assignment]
         return name
 
@@ -266,7 +270,7 @@ def department_caps(depts: list[dict[str, Any]], teams: list[dict[str, Any]]) ->
             key = (b["cluster"], b["class"])
             totals.setdefault(r, {})[key] = totals.get(r, {}).get(key, 0) + b["guaranteed"]
     for d in depts:
-        if d.get("parent") is None and d["name"] in totals:
+        if d.get("parent") == ORG and d["name"] in totals:
             (cluster, cid), total = max(totals[d["name"]].items(), key=lambda kv: (kv[1], kv[0]))
             d["caps"] = [{"cluster": cluster, "class": cid, "max": math.ceil(total * 1.25)}]
 

@@ -3,7 +3,8 @@ on an idle cluster, for ``gpupolicy explain <team> --job ...`` and for tests.
 
 It answers from the same allocation model as the report: the team's ClusterQueue covers the
 GPU resources of its budgets; each requested GPU resource must fit one flavor's nominal quota
-plus what it may borrow from the rest of the cohort; undeclared resources (CPU, memory) are
+plus what it may borrow from the rest of the cohort (other teams' lendable guarantees and the GPUs
+no team is guaranteed, held by the root Cohort); undeclared resources (CPU, memory) are
 ignored (``excludeResourcePrefixes``), and any other undeclared resource blocks admission
 (``quotaCheckStrategy: BlockUndeclared``).
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.lower.kueue import manager_config, resource_groups, training_namespaces
+from compiler.lower.kueue import manager_config, resource_groups, spare_capacity, spare_cohort, training_namespaces
 from compiler.policy import Policy
 
 
@@ -58,6 +59,8 @@ def admit(policy: Policy, team_name: str, cluster: str, shape: dict[str, int]) -
     reasons: list[str] = []
     chosen: list[tuple[str, str]] = []
     classes = policy.classes.get(cluster, {})
+    # GPUs no team is guaranteed, in the root Cohort when there is one (compiler.lower.kueue)
+    spare = spare_capacity(policy, cluster) if spare_cohort(policy, cluster) else {}
     # a class ID stands for its resource on this cluster (``h100-80gb=4``)
     shape = {classes[k].resource if k in classes else k: v for k, v in shape.items()}
     for resource, amount in sorted(shape.items()):
@@ -78,7 +81,7 @@ def admit(policy: Policy, team_name: str, cluster: str, shape: dict[str, int]) -
             res = flavor["resources"][0]
             nominal = int(res["nominalQuota"])
             others = [o for o in policy.allocation.for_class(cluster, flavor["name"]) if o.team != team_name]
-            lendable = sum(o.lendable for o in others)
+            lendable = sum(o.lendable for o in others) + spare.get(flavor["name"], 0)
             limit = res.get("borrowingLimit")
             borrowable = lendable if limit is None else min(int(limit), lendable)
             if amount <= nominal + borrowable:
@@ -87,7 +90,8 @@ def admit(policy: Policy, team_name: str, cluster: str, shape: dict[str, int]) -
             cls = classes.get(flavor["name"])
             attempts.append(
                 f"{resource}={amount} does not fit flavor {flavor['name']}: guaranteed {nominal} + borrowable "
-                f"{borrowable} (others lend {lendable}, limit {'none' if limit is None else limit}) = "
+                f"{borrowable} (others and the unguaranteed pool lend {lendable}, limit "
+                f"{'none' if limit is None else limit}) = "
                 f"{nominal + borrowable}; physical capacity {cls.capacity if cls else '?'}")
         if fits is None:
             reasons += attempts

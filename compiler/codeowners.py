@@ -9,9 +9,10 @@ deciding; several owners on one line means any one of them suffices. So:
 - The ``out/`` files derived from one team file (its namespaces, queues, RBAC, serving): that
   team *or* the platform. A team PR needs only the team; a platform PR that regenerates every
   team's output (a compiler upgrade, a fleet change) needs only the platform.
-- Shared generated files that any policy change may touch (REPORT.md, allocation.json and this
-  CODEOWNERS, which changes when a team's set of output files does): any team owner or the
-  platform. This is safe only with ``gpupolicy check`` as a required status check: it fails
+- Shared generated files that any policy change may touch (REPORT.md, allocation.json, this
+  CODEOWNERS, which changes when a team's set of output files does, and the root Cohort that
+  holds the GPUs no team is guaranteed, whose quota moves with every guarantee): any team owner
+  or the platform. This is safe only with ``gpupolicy check`` as a required status check: it fails
   unless these files are exactly what the policies render, and GitHub reads CODEOWNERS from the
   base branch, so a PR cannot rewrite its own reviewers.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from compiler.inventory import Inventory
+from compiler.lower.kueue import spare_cohort_files
 from compiler.policy import Policy
 
 # Shared generated files (relative to out/, or to the repository root with a leading "/").
@@ -78,7 +80,7 @@ def render_codeowners(policy: Policy, inventory: Inventory, policy_dir: str, out
     ]
     everyone = sorted({o for t in policy.teams for o in t.model.spec.owners} | set(platform_owners))
     lines.append("# Shared generated files: any team owner may approve their regeneration.")
-    lines += [f"/{out_dir}/{p} {' '.join(everyone)}" for p in SUMMARIES]
+    lines += [f"/{out_dir}/{p} {' '.join(everyone)}" for p in (*SUMMARIES, *spare_cohort_files(policy))]
     lines += [f"{p} {' '.join(everyone)}" for p in REPO_SUMMARIES]
     lines.append("")
     for t in policy.teams:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compiler.lower.common import LABEL_QUEUE
-from compiler.lower.kueue import training_namespaces
+from compiler.lower.kueue import spare_capacity, spare_cohort, training_namespaces
 from compiler.policy import Policy
 
 
@@ -27,8 +27,15 @@ def explain_team(policy: Policy, name: str) -> str:
             lines.append(f"    lend       {e.lend.show():>9}  from {e.lend.origin} (lendable now: {e.lendable})")
             others = [o for o in policy.allocation.for_class(cluster, e.gpu_class) if o.team != name]
             lenders = [f"{o.team} ({o.lendable})" for o in others if o.lendable > 0]
+            holder = spare_cohort(policy, cluster)
+            if holder and (free := spare_capacity(policy, cluster).get(e.gpu_class)):
+                lenders.append(f"the unguaranteed GPUs of Cohort {holder} ({free})")
             reclaimers = [o.team for o in others if (o.guaranteed.value or 0) > 0]
-            lines.append(f"    may borrow from: {', '.join(lenders) or 'nobody (no one lends this class)'}")
+            if e.borrow.value == 0:
+                lenders, why = [], "nobody (borrow limit 0)"
+            else:
+                why = "nobody (no one lends this class)"
+            lines.append(f"    may borrow from: {', '.join(lenders) or why}")
             lines.append(f"    borrowed GPUs can be reclaimed by: {', '.join(reclaimers) or 'nobody'}")
         lines.append("")
     if tiers:

@@ -7,6 +7,7 @@ from typing import Any
 
 from compiler.allocation import TeamAllocation
 from compiler.jsonfast import dumps_sorted_indent2
+from compiler.lower.kueue import spare_capacity, spare_cohort
 from compiler.policy import Policy
 
 
@@ -46,6 +47,9 @@ def allocation_data(policy: Policy) -> dict[str, Any]:
             "residency": cluster.residency,
             "dra": cluster.dra,
             "classes": classes,
+            # GPUs no team is guaranteed, and the Cohort lending them (null: none, or no single root)
+            "unguaranteed": (spare := spare_capacity(policy, cname)),
+            "unguaranteedCohort": spare_cohort(policy, cname) if spare else None,
         }
     from compiler.dra import dra_report
     from compiler.lower.attribution import attribution_report
@@ -124,6 +128,15 @@ def render_markdown(policy: Policy) -> bytes:
             lines.append(f"| `{cid}` | {cls.cut} | `{cls.resource}` | {pools} | {cls.capacity} | "
                          f"{cls.serving_capacity} | {g} ({_pct(g, cls.capacity)}) |")
         lines.append("")
+        spare = spare_capacity(policy, cname)
+        if spare:
+            free = ", ".join(f"`{cid}` {n}" for cid, n in sorted(spare.items()))
+            holder = spare_cohort(policy, cname)
+            lines += [f"Guaranteed to no team: {free}. " + (
+                f"Cohort `{holder}` holds them as nominal quota: any queue below it may borrow them "
+                "within its borrowing limit." if holder else
+                "The cluster's queues sit under several root departments, so no queue can borrow them "
+                "(KUEUE007)."), ""]
         entries = policy.allocation.for_cluster(cname)
         if entries:
             lines += ["| team | class | guaranteed | share | borrow up to | lend up to |",

@@ -13,7 +13,7 @@ from compiler.admit import admit, parse_shape
 from compiler.kueue_config import problems
 from compiler.lower.kueue import manager_config
 from conftest import CRDS, REPO
-from helpers import compile_dir, copy_demo, mutate
+from helpers import compile_dir, copy_demo, line_of, mutate
 
 
 @pytest.fixture(scope="module")
@@ -116,8 +116,33 @@ def test_borrowing_between_siblings(demo) -> None:  # type: ignore[no-untyped-de
 
 def test_protected_capacity_is_not_borrowable(tmp_path: Path) -> None:
     root = copy_demo(tmp_path)
-    mutate(root, "teams/recsys.yaml", "      borrow: 0\n      lend: 8", "      borrow: 16\n      lend: 8")
+    mutate(root, "teams/recsys.yaml", "      borrow: 0\n      lend: 8", "      borrow: 24\n      lend: 8")
     res = compile_dir(root)
-    # nlp lends 0: recsys can never borrow H100 on onprem → KUEUE004 warning, build still passes
+    # nlp lends 0 of its 32 H100 on onprem; only the 16 nobody is guaranteed can be borrowed
+    # → KUEUE004 warning, build still passes
     assert res.ok
-    assert any(d.code == "KUEUE004" and "lend at most 0" in d.message for d in res.diagnostics)
+    assert any(d.code == "KUEUE004" and "lend at most 16" in d.message for d in res.diagnostics)
+    assert admit(res.policy, "recsys", "onprem", {"h100-80gb": 16 + 16}).admissible
+    assert not admit(res.policy, "recsys", "onprem", {"h100-80gb": 16 + 17}).admissible
+
+
+def test_unguaranteed_gpus_are_lent_by_the_root_cohort(demo) -> None:  # type: ignore[no-untyped-def]
+    """onprem: 64 H100, 48 guaranteed. The 16 left are the root Cohort's nominal quota, so any
+    queue of the tree may borrow them (Kueue lends only quota someone holds)."""
+    cohorts = {m.name: m.obj for m in demo.manifests if m.kind == "Cohort" and m.cluster == "onprem"}
+    groups = cohorts["ai"]["spec"]["resourceGroups"]
+    quota = {f["name"]: f["resources"][0]["nominalQuota"] for g in groups for f in g["flavors"]}
+    assert quota["h100-80gb"] == 16 and quota["a100-80gb-mig-1g.10gb"] == 32
+    assert "a100-80gb-mig-2g.20gb" not in quota  # no queue has that flavor: nothing could borrow it
+    assert "resourceGroups" not in cohorts["research"]["spec"]  # only the root holds it
+    assert admit(demo.policy, "vision", "onprem", {"a100-80gb-mig-1g.10gb": 16 + 32}).admissible
+
+
+def test_unguaranteed_gpus_under_several_roots_are_stranded(tmp_path: Path) -> None:
+    root = copy_demo(tmp_path)
+    mutate(root, "fleet.yaml", "      parent: ai\n      weight: 2", "      weight: 2")  # research becomes a root
+    res = compile_dir(root)
+    d = next(d for d in res.diagnostics if d.code == "KUEUE007" and "'onprem'" in d.message)
+    assert "16 of h100-80gb" in d.message and "2 root departments (ai, research)" in d.message, d.message
+    assert d.location is not None and d.location.line == line_of(root, "fleet.yaml", "- name: onprem")
+    assert not [m for m in res.manifests if m.kind == "Cohort" and "resourceGroups" in m.obj["spec"]]

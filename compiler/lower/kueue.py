@@ -50,9 +50,49 @@ def used_departments(policy: Policy, cluster: str) -> list[str]:
     return sorted(need)
 
 
+def spare_capacity(policy: Policy, cluster: str) -> dict[str, int]:
+    """Class id -> GPUs of its training pools that no team is guaranteed, for the classes some
+    team queues on (only those classes are flavors of a ClusterQueue, so only they can borrow)."""
+    out: dict[str, int] = {}
+    for cid, cls in policy.classes.get(cluster, {}).items():
+        entries = policy.allocation.for_class(cluster, cid)
+        if not cls.training_pools or not entries:
+            continue
+        free = cls.capacity - sum(e.guaranteed.value or 0 for e in entries)
+        if free > 0:
+            out[cid] = free
+    return out
+
+
+def spare_cohort(policy: Policy, cluster: str) -> str | None:
+    """The Cohort that holds the cluster's spare capacity: the root of its department tree, when
+    the cluster's queues sit under exactly one root (Kueue lends only within a cohort tree)."""
+    depts = policy.departments
+    roots = [d for d in used_departments(policy, cluster) if depts[d].parent is None]
+    return roots[0] if len(roots) == 1 else None
+
+
+def spare_cohort_files(policy: Policy) -> list[str]:
+    """``out/``-relative paths of the Cohorts that hold unguaranteed GPUs (CODEOWNERS shares them:
+    their quota changes with any team's guarantee)."""
+    out = []
+    for cluster in sorted(policy.clusters):
+        holder = spare_cohort(policy, cluster)
+        if holder and spare_capacity(policy, cluster):
+            out.append(Manifest(cluster, "kueue", obj(KUEUE_API, "Cohort", holder)).relpath)
+    return out
+
+
 def lower_cohorts(policy: Policy, cluster: str) -> list[Manifest]:
+    """One Cohort per department with a queue on the cluster (and its ancestors).
+
+    GPUs no team is guaranteed are the root Cohort's nominal quota: Kueue only lends quota
+    someone holds, so without this they could never be admitted to (a cohort's ``nominalQuota``
+    is a shared pool on top of its members', borrowable by every queue of the tree within its
+    borrowing limit, and reclaimable by nobody)."""
     out = []
     depts = policy.departments
+    holder = spare_cohort(policy, cluster)
     for name in used_departments(policy, cluster):
         d = depts[name]
         co = obj(KUEUE_API, "Cohort", name)
@@ -60,9 +100,21 @@ def lower_cohorts(policy: Policy, cluster: str) -> list[Manifest]:
         if d.parent is not None:
             spec["parentName"] = d.parent
         spec["fairSharing"] = {"weight": quantity(d.weight)}
+        if name == holder and (groups := _spare_groups(policy, cluster)):
+            spec["resourceGroups"] = groups
         co["spec"] = spec
         out.append(Manifest(cluster, "kueue", co, (policy.fleet_src.path,)))
     return out
+
+
+def _spare_groups(policy: Policy, cluster: str) -> list[dict[str, Any]]:
+    """Resource groups as the ClusterQueues' (one per resource name, flavors = classes)."""
+    classes = policy.classes.get(cluster, {})
+    by_resource: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for cid, free in sorted(spare_capacity(policy, cluster).items()):
+        resource = classes[cid].resource
+        by_resource[resource].append({"name": cid, "resources": [{"name": resource, "nominalQuota": free}]})
+    return [{"coveredResources": [r], "flavors": flavors} for r, flavors in sorted(by_resource.items())]
 
 
 def lower_priorities(policy: Policy, cluster: str) -> list[Manifest]:

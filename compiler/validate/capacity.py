@@ -8,6 +8,7 @@ from typing import Iterator
 
 from compiler.allocation import TeamAllocation
 from compiler.diagnostics import Diagnostic, Severity
+from compiler.lower.kueue import spare_capacity, spare_cohort, used_departments
 from compiler.multikueue import is_manager
 from compiler.policy import Policy
 from compiler.rules import define
@@ -26,8 +27,14 @@ DEPT_CAP = define(
     "caps: [{cluster: onprem, class: h100, max: 16}]   # teams: 12 + 8")
 BORROW_NEVER = define(
     "KUEUE004", "A borrowing limit can be met: it does not exceed what the rest of the cohort tree can "
-    "ever lend of that class.",
-    "# others lend 16 of h100\nborrow: 8", "# others lend 0 of h100\nborrow: 8", Severity.WARNING)
+    "ever lend of that class (other teams' lendable guarantees plus the GPUs no team is guaranteed).",
+    "# others lend 16 of h100\nborrow: 8", "# others lend 0 of h100, all 32 guaranteed\nborrow: 8",
+    Severity.WARNING)
+SPARE_STRANDED = define(
+    "KUEUE007", "GPUs no team is guaranteed can be borrowed: the cluster's queues sit under one root "
+    "department, whose Cohort holds them (Kueue lends only within a cohort tree).",
+    "# departments research and product under ai; 16 of 64 H100 unguaranteed",
+    "# root departments research and product; 16 of 64 H100 unguaranteed", Severity.WARNING)
 CHILD_OVER_PARENT = define(
     "KUEUE006", "A sub-department's cap does not exceed its parent department's cap.",
     "# parent cap 32, child cap 16", "# parent cap 16, child cap 32")
@@ -45,6 +52,8 @@ def check_capacity(policy: Policy) -> Iterator[Diagnostic]:
             yield LEND_OVER.diag(f"{e.team} lends {e.lend.value} of {e.gpu_class} on {e.cluster} but is guaranteed {g}"
                                  f" (lend from {e.lend.origin})", src.locate(e.path + ("lend",)),
                                  hint="lend at most the guaranteed amount (Kueue rejects lendingLimit > nominalQuota)")
+    spare = {c: spare_capacity(policy, c) for c in policy.clusters}
+    holder = {c: spare_cohort(policy, c) for c in policy.clusters}
     for (cluster, cid), entries in sorted(by_class.items()):
         cls = policy.classes.get(cluster, {}).get(cid)
         if cls is None:
@@ -63,16 +72,32 @@ def check_capacity(policy: Policy) -> Iterator[Diagnostic]:
         lendable: dict[str, int] = defaultdict(int)  # per team, so "the others" is linear, not quadratic
         for o in entries:
             lendable[o.team] += o.lendable
-        all_lendable = sum(lendable.values())
+        all_lendable = sum(lendable.values()) + (spare[cluster].get(cid, 0) if holder[cluster] else 0)
         for e in entries:
             if e.borrow.value is None or e.borrow.value == 0:
                 continue
             others = all_lendable - lendable[e.team]
             if e.borrow.value > others:
                 yield BORROW_NEVER.diag(
-                    f"{e.team} may borrow {e.borrow.value} of {cid} on {cluster} but the other queues can lend at "
-                    f"most {others}", teams[e.team].src.locate(e.path + ("borrow",)),
+                    f"{e.team} may borrow {e.borrow.value} of {cid} on {cluster} but the other queues and the "
+                    f"unguaranteed GPUs can lend at most {others}", teams[e.team].src.locate(e.path + ("borrow",)),
                     hint="lower the borrowing limit, or have other teams guarantee and lend this class")
+    yield from _stranded(policy, spare, holder)
+
+
+def _stranded(policy: Policy, spare: dict[str, dict[str, int]], holder: dict[str, str | None]
+              ) -> Iterator[Diagnostic]:
+    for ci, c in enumerate(policy.fleet.spec.clusters):
+        if not spare.get(c.name) or holder.get(c.name):
+            continue
+        depts = policy.departments
+        roots = [d for d in used_departments(policy, c.name) if depts[d].parent is None]
+        free = ", ".join(f"{n} of {cid}" for cid, n in sorted(spare[c.name].items()))
+        yield SPARE_STRANDED.diag(
+            f"cluster {c.name!r}: {free} are guaranteed to no team, and its queues sit under {len(roots)} root "
+            f"departments ({', '.join(roots)}), so no queue can borrow them",
+            policy.fleet_src.locate(("spec", "clusters", ci, "name")),
+            hint="give the root departments a common parent department, or guarantee those GPUs to teams")
 
 
 def _ancestors(policy: Policy, dept: str) -> list[str]:
