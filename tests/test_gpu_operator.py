@@ -14,15 +14,18 @@ from compiler.classes import device_plugin_resource
 from compiler.lower.gpu_operator import (
     DEVICE_PLUGIN_CONFIGMAP,
     MIG_PARTED_CONFIGMAP,
+    SHARING_DIGEST_ENV,
     gpu_operator_values,
     lower_gpu_operator,
     mig_parted_config,
+    sharing_digest,
 )
 from compiler.lower.gpu_operator_chart import ChartValuesError, render_cluster_policy
 from compiler.manifest import Manifest
 from compiler.mig import check_pool_layout
 from compiler.policy import Policy
 from gpu_helpers import build, chart_defaults, demo, verify_ok, write_fleet
+from helpers import copy_demo, mutate, policy_at
 
 FULL = "version: v1\nflags:\n  migStrategy: none\n"
 MIG = "version: v1\nflags:\n  migStrategy: mixed\n"
@@ -75,7 +78,8 @@ def test_demo_values() -> None:
              "^kueue\\.x-k8s\\.io/cluster-queue-name$", "^kueue\\.x-k8s\\.io/local-queue-name$",
              "^kueue\\.x-k8s\\.io/queue-name$"]
     assert gpu_operator_values(p, "cloud") == {
-        "devicePlugin": {"config": {"name": DEVICE_PLUGIN_CONFIGMAP, "default": ""}},
+        "devicePlugin": {"config": {"name": DEVICE_PLUGIN_CONFIGMAP, "default": ""},
+                         "env": [{"name": SHARING_DIGEST_ENV, "value": sharing_digest(p, "cloud")}]},
         "dcgmExporter": {"enablePodLabels": True, "podLabelAllowlistRegex": regex},
     }
     # DRA cluster: no device plugin; MIG Manager keeps the MIG geometry (named layout: generated
@@ -95,10 +99,26 @@ def test_demo_cluster_policies_pass_crd() -> None:
     check_everything(p)
     spec = cluster_policy(p, "cloud")["spec"]
     assert spec["devicePlugin"]["config"] == {"name": DEVICE_PLUGIN_CONFIGMAP, "default": ""}
+    assert {"name": SHARING_DIGEST_ENV, "value": sharing_digest(p, "cloud")} in spec["devicePlugin"]["env"]
     assert spec["dcgmExporter"]["enablePodLabels"] is True
     onprem = cluster_policy(p, "onprem")["spec"]
     assert onprem["devicePlugin"]["enabled"] is False and onprem["mig"] == {"strategy": "mixed"}
     assert onprem["migManager"]["enabled"] is True and onprem["driver"]["enabled"] is False
+
+
+def test_changed_sharing_rolls_the_device_plugin(tmp_path: Path) -> None:
+    """The Operator does not watch the ConfigMap: its digest in the device plugin's env changes
+    the DaemonSet's pod template, so Kubernetes restarts the plugin with the new config."""
+    before = sharing_digest(demo(), "cloud")
+    assert len(before) == 16 and before == sharing_digest(demo(), "cloud")
+    root = copy_demo(tmp_path)
+    mutate(root, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")  # not a sharing setting
+    p, _ = policy_at(root)
+    assert p is not None and sharing_digest(p, "cloud") == before
+    mutate(root, "fleet.yaml", "replicas: 4", "replicas: 8")
+    p, _ = policy_at(root)
+    assert p is not None and sharing_digest(p, "cloud") != before
+    check_everything(p)
 
 
 # --- small inline fleets, one cut each -------------------------------------------------------

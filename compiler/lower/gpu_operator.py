@@ -44,6 +44,7 @@ sharing on DRA is a property of claims, not of nodes.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -57,6 +58,8 @@ from compiler.mig import DISABLED
 from compiler.model.fleet import Cluster, MigCut, MpsCut, NodePool, TimeSlicingCut
 from compiler.partition import pool_mig_devices
 from compiler.policy import Policy
+
+SHARING_DIGEST_ENV = "GPUPOLICY_SHARING_SHA256"  # see sharing_digest
 
 NAMESPACE = "gpu-operator"
 DEVICE_PLUGIN_CONFIGMAP = "gpupolicy-device-plugin"
@@ -154,6 +157,20 @@ def _driver_values(policy: Policy, c: Cluster) -> dict[str, Any]:
     return {"enabled": False}
 
 
+def sharing_digest(policy: Policy, cluster: str) -> str:
+    """A digest of the device-plugin ConfigMap's data. The Operator does not watch that ConfigMap
+    (gpu-operator #1144: edited sharing settings do nothing until the device plugin restarts), so
+    the digest goes into the device plugin's environment: a changed config changes the
+    DaemonSet's pod template, and Kubernetes rolls the device plugin. Running pods keep their
+    GPUs. MIG layouts get no such trigger: re-partitioning needs drained GPUs, so a changed
+    layout is rolled out by relabelling nodes (``nvidia.com/mig.config``), deliberately."""
+    data = device_plugin_configs(policy, cluster)
+    h = hashlib.sha256()
+    for key in sorted(data):
+        h.update(f"{key}\0{data[key]}\0".encode())
+    return h.hexdigest()[:16]
+
+
 def operator_version(policy: Policy, c: Cluster) -> str:
     return c.versions.gpu_operator or policy.fleet.spec.versions.gpu_operator or DEFAULT_GPU_OPERATOR_VERSION
 
@@ -166,7 +183,8 @@ def gpu_operator_values(policy: Policy, cluster: str) -> dict[str, Any]:
     if c.dra:
         values["devicePlugin"] = {"enabled": False}
     elif c.pools:
-        values["devicePlugin"] = {"config": {"name": DEVICE_PLUGIN_CONFIGMAP, "default": ""}}
+        values["devicePlugin"] = {"config": {"name": DEVICE_PLUGIN_CONFIGMAP, "default": ""},
+                                  "env": [{"name": SHARING_DIGEST_ENV, "value": sharing_digest(policy, cluster)}]}
     if has_mig:
         values["mig"] = {"strategy": "mixed"}
     mig_manager: dict[str, Any] = {}
