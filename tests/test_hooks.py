@@ -1,10 +1,12 @@
-"""The shipped integrations: the pre-commit hooks as published, and the CI workflow's pinning."""
+"""The shipped integrations: the pre-commit hooks as published, the CI workflows and the
+composite action (pinning, permissions, what runs where)."""
 
 from __future__ import annotations
 
 import re
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,8 @@ from conftest import REPO, gpupolicy_exe, run_cli
 FIXTURES = Path(__file__).parent / "fixtures" / "hooks"
 HOOKS: list[dict[str, Any]] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
 WORKFLOW = REPO / ".github" / "workflows" / "gpupolicy.yml"
+COMMENT_WORKFLOW = REPO / ".github" / "workflows" / "gpupolicy-comment.yml"
+ACTION = REPO / "action.yml"
 
 
 def run_hook(hook: dict[str, Any], cwd: Path) -> int:
@@ -59,22 +63,70 @@ def test_check_hook_fails_on_stale_output(tmp_path: Path) -> None:
     assert run_hook(check, root) == 1
 
 
-def test_workflow_parses_and_pins_actions_by_sha() -> None:
-    text = WORKFLOW.read_text()
-    wf = yaml.safe_load(text)
-    triggers = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` as true
-    assert set(triggers) == {"pull_request", "push"}
-    steps = [s for job in wf["jobs"].values() for s in job["steps"]]
-    uses = [s["uses"] for s in steps if "uses" in s]
-    assert uses, "the workflow uses no action"
-    for ref in uses:
+def _triggers(wf: dict[str, Any]) -> Any:
+    return wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` as true
+
+
+def _steps(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    if "runs" in doc:  # an action
+        return list(doc["runs"]["steps"])
+    return [s for job in doc["jobs"].values() for s in job["steps"]]
+
+
+@pytest.mark.parametrize("path", [WORKFLOW, COMMENT_WORKFLOW, ACTION], ids=lambda p: p.name)
+def test_actions_are_pinned_and_scripts_take_no_expressions(path: Path) -> None:
+    text = path.read_text()
+    steps = _steps(yaml.safe_load(text))
+    for ref in (s["uses"] for s in steps if "uses" in s):
         assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), f"{ref} is not pinned by a commit SHA"
     for line in text.splitlines():
-        if "uses:" in line:
+        if "uses:" in line and not line.lstrip().startswith("#"):
             assert re.search(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$", line), f"no version comment: {line.strip()}"
-    runs = "\n".join(s.get("run", "") for s in steps)
+    for step in steps:
+        script = step.get("run", "")
+        # expressions in run: scripts invite injection (a branch name is code there); use env
+        assert "${{" not in script, f"{path.name}: {script[:60]!r}"
+        if script:
+            syntax = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
+            assert syntax.returncode == 0, f"{path.name}: {syntax.stderr}"
+
+
+def test_workflow_runs_the_checks_and_hands_the_diff_on() -> None:
+    wf = yaml.safe_load(WORKFLOW.read_text())
+    assert set(_triggers(wf)) == {"pull_request", "push"}
+    runs = "\n".join(s.get("run", "") for s in _steps(wf))
     for command in ("gpupolicy validate --format github", "gpupolicy build", "gpupolicy check",
                     'gpupolicy diff --base "origin/${BASE_REF}" --format markdown',
                     "git diff --exit-code --stat -- out/ schemas/ .github/CODEOWNERS"):
         assert command in runs
-    assert "${{" not in runs, "expressions in run: scripts invite injection; pass them through env"
+    pr_job = wf["jobs"]["pull-request"]
+    assert pr_job["permissions"] == {"contents": "read"}, "the job running the PR's code must hold no write token"
+    upload = next(s for s in pr_job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == "gpupolicy-diff" and "pr-number" in upload["with"]["path"]
+
+
+def test_comment_workflow_runs_nothing_from_the_pull_request() -> None:
+    wf = yaml.safe_load(COMMENT_WORKFLOW.read_text())
+    assert _triggers(wf) == {"workflow_run": {"workflows": ["gpupolicy"], "types": ["completed"]}}
+    job = wf["jobs"]["comment"]
+    assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
+    steps = job["steps"]
+    assert not [s for s in steps if "uses" in s], "no checkout, no action: nothing of the PR runs here"
+    script = "\n".join(s["run"] for s in steps)
+    assert "gh run download" in script and "--name gpupolicy-diff" in script
+    assert "tr -cd '0-9'" in script, "the artifact's PR number is untrusted: digits only"
+    assert '"$head" != "$HEAD_SHA"' in script, "the PR must be the one whose head the run built"
+    assert "head -c 60000" in script
+
+
+def test_composite_action_runs_one_command() -> None:
+    action = yaml.safe_load(ACTION.read_text())
+    assert action["runs"]["using"] == "composite"
+    assert set(action["inputs"]) == {"command", "base", "crds", "working-directory", "python-version"}
+    assert all(i.get("description") for i in action["inputs"].values())
+    steps = action["runs"]["steps"]
+    assert all(s.get("shell") == "bash" for s in steps if "run" in s), "composite run steps need a shell"
+    script = steps[-1]["run"]
+    for command in ('gpupolicy "$COMMAND" --format github', 'gpupolicy diff --base "$BASE" --format markdown'):
+        assert command in script
+    assert 'pip install --quiet "$GITHUB_ACTION_PATH"' in steps[1]["run"]
