@@ -123,3 +123,25 @@ def test_one_multikueue_check_per_cluster_queue(fed: Path) -> None:
     cq.obj["spec"]["admissionChecksStrategy"]["admissionChecks"].append({"name": "multikueue-eu"})
     diags = check_manifests(res.policy, Inventory.of([*res.manifests, Manifest("hub", "multikueue", extra)]))
     assert [d.code for d in diags] == ["GITOPS006"] and cq.name in diags[0].message
+
+
+def test_manager_of_dra_workers_holds_the_templates(tmp_path: Path) -> None:
+    """Kueue admits a DRA job on the manager against the ResourceClaimTemplates its pods name and
+    syncs neither templates nor DeviceClasses to workers: the manager holds the templates and the
+    mappings (no DeviceClass, no driver), each worker its own, under the same names."""
+    root = tmp_path / "fed-dra"
+    shutil.copytree(GOLDEN.parent.parent / "multikueue-dra" / "policies", root / "policies")
+    res = compile_dir(root)
+    assert res.ok, [(d.code, d.message) for d in res.diagnostics]
+    assert not objects(res, "hub", "DeviceClass") and objects(res, "east", "DeviceClass")
+    hub = {(m.namespace, m.name) for m in res.manifests if m.cluster == "hub" and m.kind == "ResourceClaimTemplate"}
+    workers = {(m.namespace, m.name) for m in res.manifests
+               if m.cluster in ("east", "west") and m.kind == "ResourceClaimTemplate"}
+    assert ("llm-train", "h100-80gb-8") in hub and hub <= workers
+    from compiler.lower.kueue import manager_config
+
+    assert res.policy is not None
+    mappings = manager_config(res.policy, "hub")["resources"]["deviceClassMappings"]
+    assert {"name": "gpupolicy.dev/h100-80gb", "deviceClassNames": ["h100-80gb"]} in mappings
+    cq = objects(res, "hub", "ClusterQueue")["llm"]
+    assert cq["spec"]["resourceGroups"][0]["coveredResources"] == ["gpupolicy.dev/h100-80gb"]

@@ -36,6 +36,8 @@ def dra_report(policy: Policy) -> dict[str, Any]:
         entry: dict[str, Any] = acc.as_json()
         out[c.name] = entry
         if not dra_active(c):
+            if acc.path == "claim-template":  # a MultiKueue manager: counts, allocates nothing
+                entry["deviceClassMappings"] = device_class_mappings(policy, c.name)
             continue
         inventory = policy_inventory(policy, c.name)
         entry["devices"] = {p.pool: {"perNode": sum(g.count for g in p.groups if not g.device.mig_parent) // p.nodes,

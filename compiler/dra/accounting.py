@@ -44,8 +44,20 @@ def kube_minor(cluster: Cluster) -> int:
 def dra_active(cluster: Cluster) -> bool:
     """DRA objects are generated: ``dra: true``, Kubernetes >= 1.34 (DRA001 otherwise), and the
     cluster runs workloads itself (a MultiKueue manager only counts quota for its workers)."""
-    manager = cluster.multikueue is not None and cluster.multikueue.role == "manager"
-    return cluster.dra and kube_minor(cluster) >= 34 and not manager
+    return dra_counts(cluster) and not _manager(cluster)
+
+
+def dra_counts(cluster: Cluster) -> bool:
+    """Kueue counts GPUs in ResourceClaimTemplates here: a DRA cluster, or a MultiKueue manager of
+    DRA workers (GITOPS003 keeps ``dra`` equal across them). A manager admits a job against the
+    templates its pods name, so it holds the templates and the ``deviceClassMappings`` too; Kueue
+    syncs neither templates nor DeviceClasses to workers (site/.../tasks/manage/setup_dra.md), and
+    the manager needs no DeviceClass or driver: it allocates nothing."""
+    return cluster.dra and kube_minor(cluster) >= 34
+
+
+def _manager(cluster: Cluster) -> bool:
+    return cluster.multikueue is not None and cluster.multikueue.role == "manager"
 
 
 def kueue_version(policy: Policy, cluster: Cluster) -> str:
@@ -90,10 +102,13 @@ def decide(policy: Policy, cluster: Cluster) -> Accounting:
     if kube_minor(cluster) < 34:
         return Accounting(cluster.name, "device-plugin", False, False,
                           (f"{k8s} has no resource.k8s.io/v1 (DRA001); the device-plugin path is the fallback",))
-    if not dra_active(cluster):
-        return Accounting(cluster.name, "device-plugin", False, False,
-                          ("MultiKueue manager: workloads run on the workers, which carry the DRA objects",))
     kueue = kueue_version(policy, cluster)
+    if not dra_active(cluster):
+        return Accounting(cluster.name, "claim-template", False, False, (
+            f"MultiKueue manager of DRA workers: Kueue {kueue} admits each job against the "
+            "ResourceClaimTemplates its pods name, so the manager holds the workers' templates in each team "
+            "namespace and maps their DeviceClasses (deviceClassMappings); no DeviceClass or driver is "
+            "installed on it, and each worker holds its own templates and DeviceClasses",))
     kv = version_tuple(kueue) or (0, 0, 0)
     reasons = [f"ResourceClaimTemplate counting: Kueue {kueue} counts exactly.count devices per DeviceClass "
                "(ExactCount only) under deviceClassMappings gpupolicy.dev/<class>"]

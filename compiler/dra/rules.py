@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 from compiler.diagnostics import Diagnostic, Location, Severity
-from compiler.dra.accounting import dra_active, k8s_gate, kueue_version, version_tuple
+from compiler.dra.accounting import dra_active, dra_counts, k8s_gate, kueue_version, version_tuple
 from compiler.dra.inventory import Inventory, policy_inventory
 from compiler.dra.proof import ClassMatch, evaluate_class
 from compiler.dra.selectors import DRIVER_CLASSES, class_selector
@@ -73,6 +73,10 @@ KUEUE_MAX_MAPPINGS, KUEUE_MAX_CLASSES = 16, 8
 def check_dra(policy: Policy) -> Iterator[Diagnostic]:
     for ci, c in enumerate(policy.fleet.spec.clusters):
         base: YamlPath = ("spec", "clusters", ci)
+        if not dra_active(c) and dra_counts(c):  # a MultiKueue manager of DRA workers: it only counts
+            yield from _versions(policy, c, base)
+            yield from _lowered(policy, c, base)
+            continue
         if not dra_active(c):
             if c.device_classes:
                 yield CUSTOM.diag(f"cluster {c.name!r} declares deviceClasses but generates no DRA objects "

@@ -2,8 +2,9 @@
 Kubernetes >= 1.34: a DeviceClass per GPU class (name = class ID, SPEC §9) selecting devices by
 capability (``compiler.dra.selectors``), the fleet's own DeviceClasses, ResourceClaimTemplates
 for the shapes each team's budget allows, and the Kueue ``deviceClassMappings`` that count
-claims under ``gpupolicy.dev/<class>``. Clusters below 1.34 keep the device-plugin path and get
-none of this.
+claims under ``gpupolicy.dev/<class>``. A MultiKueue manager of DRA workers gets the templates
+and mappings but no DeviceClass (``compiler.dra.accounting.dra_counts``). Clusters below 1.34
+keep the device-plugin path and get none of this.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.classes import GpuClass, dra_resource
-from compiler.dra.accounting import decide, dra_active
+from compiler.dra.accounting import decide, dra_active, dra_counts
 from compiler.dra.selectors import class_selector
 from compiler.lower.common import LABEL_CLASS, LABEL_TEAM, obj
 from compiler.lower.kueue import training_namespaces
 from compiler.manifest import Manifest
 from compiler.memo import per_policy
+from compiler.multikueue import workers_of
 from compiler.policy import Policy, Team
 
 DRA_API = "resource.k8s.io/v1"
@@ -37,10 +39,19 @@ class DraClass:
 
 @per_policy
 def device_classes(policy: Policy, cluster: str) -> list[DraClass]:
-    """Every DeviceClass of a DRA cluster, generated first (sorted), then the fleet's own."""
+    """Every DeviceClass of a DRA cluster, generated first (sorted), then the fleet's own. On a
+    MultiKueue manager of DRA workers: its workers' (the manager maps and references them, it
+    does not create them)."""
     c = policy.clusters[cluster]
     if not dra_active(c):
-        return []
+        if not dra_counts(c):
+            return []
+        seen: dict[str, DraClass] = {}
+        for w in workers_of(c):
+            if w in policy.clusters:
+                for dc in device_classes(policy, w):
+                    seen.setdefault(dc.name, dc)
+        return [dc for dc in seen.values() if dc.budget_class in policy.classes.get(cluster, {})]
     out = []
     for cls in policy.classes.get(cluster, {}).values():
         if cls.slices and (expr := class_selector(cls, c, policy.catalog)) is not None:
@@ -50,6 +61,8 @@ def device_classes(policy: Policy, cluster: str) -> list[DraClass]:
 
 
 def lower_device_classes(policy: Policy, cluster: str) -> list[Manifest]:
+    if not dra_active(policy.clusters[cluster]):
+        return []  # a manager references its workers' DeviceClasses, it does not create them
     ext = decide(policy, policy.clusters[cluster]).extended_resource
     out = []
     for dc in device_classes(policy, cluster):
