@@ -8,7 +8,7 @@ import pytest
 
 from compiler.diagnostics import Diagnostic, Severity
 
-from helpers import copy_demo, line_of, mutate, policy_at
+from helpers import compile_dir, copy_demo, find, line_of, mutate, policy_at
 
 SECOND_ON_H200 = """
     - name: chat-small
@@ -164,3 +164,14 @@ def test_every_serving_rule_is_registered() -> None:
     for n in range(1, 19):
         rule = rules[f"SERVE{n:03d}"]
         assert rule.summary and rule.passing and rule.failing
+
+
+def test_gated_model_needs_a_hub_token(tmp_path: Path) -> None:
+    root = copy_demo(tmp_path)
+    mutate(root, "teams/search.yaml", "      secrets:\n        hubToken: {name: hf-token, key: token}", "")
+    d = find(compile_dir(root).diagnostics, "SERVE019")
+    assert d.severity.value == "warning" and "meta-llama/Llama-3.1-8B-Instruct is a gated repository" in d.message
+    assert d.location is not None and d.location.line == line_of(root, "teams/search.yaml", "model: meta-llama")
+    mutate(root, "teams/search.yaml", "model: meta-llama/Llama-3.1-8B-Instruct", "model: Qwen/Qwen2.5-7B-Instruct")
+    mutate(root, "teams/search.yaml", "architecture: llama-3.1-8b", "architecture: qwen2.5-7b")
+    assert not [x for x in compile_dir(root).diagnostics if x.code == "SERVE019"]  # Qwen is not gated

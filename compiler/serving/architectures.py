@@ -25,6 +25,9 @@ class Architecture:
     max_context: int | None = None  # max_position_embeddings; None = unknown (no check)
     hub_ids: tuple[str, ...] = ()
     source: str = ""
+    # The hub ids are gated repositories: downloads need a token of an account that accepted the
+    # licence (Meta's Llama licence; Mistral's contact-sharing gate since April 2024).
+    gated: bool = False
 
     @property
     def parameters(self) -> int:
@@ -43,18 +46,21 @@ ARCHITECTURES: dict[str, Architecture] = {
              "meta-llama/Meta-Llama-3.1-8B", "meta-llama/Meta-Llama-3.1-8B-Instruct"),
             "huggingface.co/meta-llama/Llama-3.1-8B-Instruct config.json: hidden 4096, 32 layers, 32 heads, "
             "8 KV heads, intermediate 14336, vocab 128256, untied; parameters computed = 8,030,261,248",
+            gated=True,
         ),
         Architecture(
             "llama-3.1-70b", 70.553706496, 80, 64, 8, 128, 131072,
             ("meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct",
              "meta-llama/Meta-Llama-3.1-70B", "meta-llama/Meta-Llama-3.1-70B-Instruct"),
             "huggingface.co/meta-llama/Llama-3.1-70B-Instruct config.json: " + _LLAMA_31_70B_SHAPES,
+            gated=True,
         ),
         Architecture(
             "llama-3.3-70b", 70.553706496, 80, 64, 8, 128, 131072,
             ("meta-llama/Llama-3.3-70B-Instruct",),
             "huggingface.co/meta-llama/Llama-3.3-70B-Instruct config.json (same shapes as Llama 3.1 70B): "
             + _LLAMA_31_70B_SHAPES,
+            gated=True,
         ),
         Architecture(
             "mistral-7b", 7.248023552, 32, 32, 8, 128, 32768,
@@ -62,6 +68,7 @@ ARCHITECTURES: dict[str, Architecture] = {
             "huggingface.co/mistralai/Mistral-7B-Instruct-v0.3 config.json: hidden 4096, head_dim 128, 32 layers, "
             "32 heads, 8 KV heads, intermediate 14336, vocab 32768, untied, no sliding window; "
             "parameters computed = 7,248,023,552 (v0.1 with vocab 32000: 7.24B)",
+            gated=True,
         ),
         Architecture(
             "qwen2.5-7b", 7.615616512, 28, 28, 4, 128, 32768,
@@ -80,6 +87,12 @@ ARCHITECTURES: dict[str, Architecture] = {
         ),
     )
 }
+
+
+def gated_hub_id(model: str) -> bool:
+    """``model`` is a catalogued hub id whose repository is gated."""
+    arch = by_hub_id(model)
+    return arch is not None and arch.gated
 
 
 def by_hub_id(model: str) -> Architecture | None:

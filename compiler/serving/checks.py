@@ -15,7 +15,7 @@ from compiler.diagnostics import Diagnostic, Severity
 from compiler.model.fleet import FullCut
 from compiler.policy import Policy
 from compiler.rules import define
-from compiler.serving.architectures import ARCHITECTURES
+from compiler.serving.architectures import ARCHITECTURES, gated_hub_id
 from compiler.serving.plan import Resolved, deployments, model_label
 from compiler.serving.sizing import GIB, KIB, pool_gpus, tp_problem
 
@@ -94,6 +94,11 @@ LABELS = define(
     "allowedValues: {gpupolicy.dev/data-class: [public, pii]}\n# serving dataClass: pii",
     "allowedValues: {gpupolicy.dev/data-class: [public]}\n# serving dataClass: pii")
 
+GATED = define(
+    "SERVE019", "A model from a gated hub repository has a hub token (vLLM's download fails with 401 without one).",
+    "model: meta-llama/Llama-3.1-8B-Instruct\nsecrets: {hubToken: {name: hf-token, key: token}}",
+    "model: meta-llama/Llama-3.1-8B-Instruct   # no secrets.hubToken", Severity.WARNING)
+
 _QUANTITY = re.compile(r"^(\d+)(Mi|Gi|Ti)$")
 _UNITS = {"Mi": 1 << 20, "Gi": GIB, "Ti": 1 << 40}
 
@@ -137,6 +142,11 @@ def _check_one(policy: Policy, r: Resolved) -> Iterator[Diagnostic]:
             yield AUTOSCALER.diag(f"serving {d.name!r}: an HPA cannot scale to zero (minReplicas >= 1)",
                                   at("replicas", "min"), hint="set replicas.min >= 1 or use kind: keda")
     yield from _check_labels(policy, r)
+    if d.secrets.hub_token is None and gated_hub_id(d.model):
+        yield GATED.diag(f"serving {d.name!r}: {d.model} is a gated repository on the Hugging Face hub, and no hub "
+                         "token is given: the pods cannot download the weights (401)", at("model"),
+                         hint="add secrets: {hubToken: {name: <Secret in the serving namespace>, key: token}} for an "
+                         "account that accepted the model's licence")
     if r.arch is None:
         if d.architecture is not None:
             yield ARCH.diag(f"serving {d.name!r}: unknown architecture {d.architecture!r}", at("architecture"),
