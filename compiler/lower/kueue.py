@@ -64,11 +64,15 @@ def spare_capacity(policy: Policy, cluster: str) -> dict[str, int]:
     return out
 
 
+def root_departments(policy: Policy, cluster: str) -> list[str]:
+    """The roots of the cluster's cohort forest (Kueue lends only within one tree)."""
+    return [d for d in used_departments(policy, cluster) if policy.departments[d].parent is None]
+
+
 def spare_cohort(policy: Policy, cluster: str) -> str | None:
     """The Cohort that holds the cluster's spare capacity: the root of its department tree, when
-    the cluster's queues sit under exactly one root (Kueue lends only within a cohort tree)."""
-    depts = policy.departments
-    roots = [d for d in used_departments(policy, cluster) if depts[d].parent is None]
+    the cluster's queues sit under exactly one root."""
+    roots = root_departments(policy, cluster)
     return roots[0] if len(roots) == 1 else None
 
 

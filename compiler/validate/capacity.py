@@ -8,7 +8,7 @@ from typing import Iterator
 
 from compiler.allocation import TeamAllocation
 from compiler.diagnostics import Diagnostic, Severity
-from compiler.lower.kueue import spare_capacity, spare_cohort, used_departments
+from compiler.lower.kueue import root_departments, spare_capacity, spare_cohort
 from compiler.multikueue import is_manager
 from compiler.policy import Policy
 from compiler.rules import define
@@ -90,8 +90,7 @@ def _stranded(policy: Policy, spare: dict[str, dict[str, int]], holder: dict[str
     for ci, c in enumerate(policy.fleet.spec.clusters):
         if not spare.get(c.name) or holder.get(c.name):
             continue
-        depts = policy.departments
-        roots = [d for d in used_departments(policy, c.name) if depts[d].parent is None]
+        roots = root_departments(policy, c.name)
         free = ", ".join(f"{n} of {cid}" for cid, n in sorted(spare[c.name].items()))
         yield SPARE_STRANDED.diag(
             f"cluster {c.name!r}: {free} are guaranteed to no team, and its queues sit under {len(roots)} root "
