@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.lower.kueue import manager_config, resource_groups, spare_capacity, spare_cohort, training_namespaces
+from compiler.lower.kueue import borrowable_spare, manager_config, resource_groups, training_namespaces
 from compiler.policy import Policy
 
 
@@ -59,8 +59,7 @@ def admit(policy: Policy, team_name: str, cluster: str, shape: dict[str, int]) -
     reasons: list[str] = []
     chosen: list[tuple[str, str]] = []
     classes = policy.classes.get(cluster, {})
-    # GPUs no team is guaranteed, in the root Cohort when there is one (compiler.lower.kueue)
-    spare = spare_capacity(policy, cluster) if spare_cohort(policy, cluster) else {}
+    spare = borrowable_spare(policy, cluster)  # GPUs no team is guaranteed, lent by the root Cohort
     # a class ID stands for its resource on this cluster (``h100-80gb=4``)
     shape = {classes[k].resource if k in classes else k: v for k, v in shape.items()}
     for resource, amount in sorted(shape.items()):

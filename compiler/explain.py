@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compiler.lower.common import LABEL_QUEUE
-from compiler.lower.kueue import spare_capacity, spare_cohort, training_namespaces
+from compiler.lower.kueue import borrowable_spare, spare_cohort, training_namespaces
 from compiler.policy import Policy
 
 
@@ -27,9 +27,8 @@ def explain_team(policy: Policy, name: str) -> str:
             lines.append(f"    lend       {e.lend.show():>9}  from {e.lend.origin} (lendable now: {e.lendable})")
             others = [o for o in policy.allocation.for_class(cluster, e.gpu_class) if o.team != name]
             lenders = [f"{o.team} ({o.lendable})" for o in others if o.lendable > 0]
-            holder = spare_cohort(policy, cluster)
-            if holder and (free := spare_capacity(policy, cluster).get(e.gpu_class)):
-                lenders.append(f"the unguaranteed GPUs of Cohort {holder} ({free})")
+            if free := borrowable_spare(policy, cluster).get(e.gpu_class):
+                lenders.append(f"the unguaranteed GPUs of Cohort {spare_cohort(policy, cluster)} ({free})")
             reclaimers = [o.team for o in others if (o.guaranteed.value or 0) > 0]
             if e.borrow.value == 0:
                 lenders, why = [], "nobody (borrow limit 0)"

@@ -76,6 +76,11 @@ def spare_cohort(policy: Policy, cluster: str) -> str | None:
     return roots[0] if len(roots) == 1 else None
 
 
+def borrowable_spare(policy: Policy, cluster: str) -> dict[str, int]:
+    """``spare_capacity`` when a Cohort holds it (queues may borrow it), else nothing."""
+    return spare_capacity(policy, cluster) if spare_cohort(policy, cluster) else {}
+
+
 def spare_cohort_files(policy: Policy) -> list[str]:
     """``out/``-relative paths of the Cohorts that hold unguaranteed GPUs (CODEOWNERS shares them:
     their quota changes with any team's guarantee)."""

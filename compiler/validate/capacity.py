@@ -8,7 +8,7 @@ from typing import Iterator
 
 from compiler.allocation import TeamAllocation
 from compiler.diagnostics import Diagnostic, Severity
-from compiler.lower.kueue import root_departments, spare_capacity, spare_cohort
+from compiler.lower.kueue import borrowable_spare, root_departments, spare_capacity, spare_cohort
 from compiler.multikueue import is_manager
 from compiler.policy import Policy
 from compiler.rules import define
@@ -52,8 +52,7 @@ def check_capacity(policy: Policy) -> Iterator[Diagnostic]:
             yield LEND_OVER.diag(f"{e.team} lends {e.lend.value} of {e.gpu_class} on {e.cluster} but is guaranteed {g}"
                                  f" (lend from {e.lend.origin})", src.locate(e.path + ("lend",)),
                                  hint="lend at most the guaranteed amount (Kueue rejects lendingLimit > nominalQuota)")
-    spare = {c: spare_capacity(policy, c) for c in policy.clusters}
-    holder = {c: spare_cohort(policy, c) for c in policy.clusters}
+    lent_spare = {c: borrowable_spare(policy, c) for c in policy.clusters}
     for (cluster, cid), entries in sorted(by_class.items()):
         cls = policy.classes.get(cluster, {}).get(cid)
         if cls is None:
@@ -72,7 +71,7 @@ def check_capacity(policy: Policy) -> Iterator[Diagnostic]:
         lendable: dict[str, int] = defaultdict(int)  # per team, so "the others" is linear, not quadratic
         for o in entries:
             lendable[o.team] += o.lendable
-        all_lendable = sum(lendable.values()) + (spare[cluster].get(cid, 0) if holder[cluster] else 0)
+        all_lendable = sum(lendable.values()) + lent_spare[cluster].get(cid, 0)
         for e in entries:
             if e.borrow.value is None or e.borrow.value == 0:
                 continue
@@ -82,16 +81,16 @@ def check_capacity(policy: Policy) -> Iterator[Diagnostic]:
                     f"{e.team} may borrow {e.borrow.value} of {cid} on {cluster} but the other queues and the "
                     f"unguaranteed GPUs can lend at most {others}", teams[e.team].src.locate(e.path + ("borrow",)),
                     hint="lower the borrowing limit, or have other teams guarantee and lend this class")
-    yield from _stranded(policy, spare, holder)
+    yield from _stranded(policy)
 
 
-def _stranded(policy: Policy, spare: dict[str, dict[str, int]], holder: dict[str, str | None]
-              ) -> Iterator[Diagnostic]:
+def _stranded(policy: Policy) -> Iterator[Diagnostic]:
     for ci, c in enumerate(policy.fleet.spec.clusters):
-        if not spare.get(c.name) or holder.get(c.name):
+        spare = spare_capacity(policy, c.name)
+        if not spare or spare_cohort(policy, c.name):
             continue
         roots = root_departments(policy, c.name)
-        free = ", ".join(f"{n} of {cid}" for cid, n in sorted(spare[c.name].items()))
+        free = ", ".join(f"{n} of {cid}" for cid, n in sorted(spare.items()))
         yield SPARE_STRANDED.diag(
             f"cluster {c.name!r}: {free} are guaranteed to no team, and its queues sit under {len(roots)} root "
             f"departments ({', '.join(roots)}), so no queue can borrow them",
