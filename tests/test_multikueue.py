@@ -145,3 +145,15 @@ def test_manager_of_dra_workers_holds_the_templates(tmp_path: Path) -> None:
     assert {"name": "gpupolicy.dev/h100-80gb", "deviceClassNames": ["h100-80gb"]} in mappings
     cq = objects(res, "hub", "ClusterQueue")["llm"]
     assert cq["spec"]["resourceGroups"][0]["coveredResources"] == ["gpupolicy.dev/h100-80gb"]
+
+
+def test_manager_templates_no_worker_has_are_flagged(tmp_path: Path) -> None:
+    root = tmp_path / "fed-dra"
+    shutil.copytree(GOLDEN.parent.parent / "multikueue-dra" / "policies", root / "policies")
+    edit(root, "teams/llm.yaml", "{cluster: east, class: h100-80gb, guaranteed: 12}",
+         "{cluster: east, class: h100-80gb, guaranteed: 2, borrow: 0}")
+    edit(root, "teams/llm.yaml", "{cluster: west, class: h100-80gb, guaranteed: 4}",
+         "{cluster: west, class: h100-80gb, guaranteed: 4, borrow: 0}")
+    d = find(compile_dir(root).diagnostics, "DRA014")
+    assert d.severity.value == "warning" and "h100-80gb-8" in d.message and "h100-80gb-4" not in d.message, d.message
+    assert d.location is not None and d.location.line == line_of(root, "teams/llm.yaml", "{cluster: hub, class: h100-80gb")

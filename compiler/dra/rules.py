@@ -15,6 +15,7 @@ from compiler.dra.proof import ClassMatch, evaluate_class
 from compiler.dra.selectors import DRIVER_CLASSES, class_selector
 from compiler.load import YamlPath
 from compiler.model.fleet import Cluster, MigCut
+from compiler.multikueue import workers_of
 from compiler.policy import Policy
 from compiler.rules import define
 
@@ -67,6 +68,13 @@ KUEUE_VERSION = define(
     "DRA013", "A DRA cluster runs Kueue v0.18 or newer (DRA quota on by default, resource.k8s.io/v1).",
     "versions: {kueue: v0.19.2}", "versions: {kueue: v0.14.0}   # dra: true")
 
+UNDISPATCHABLE = define(
+    "DRA014", "Every ResourceClaimTemplate a MultiKueue manager holds for a team also exists on one of its "
+    "workers: a job naming it is admitted on the manager, and a worker without it refuses the job.",
+    "hub: llm guaranteed 8 h100 (templates -1..-8); east: llm guaranteed 8 (templates -1..-8)",
+    "hub: llm guaranteed 8 h100 (templates -1..-8); east: llm guaranteed 2 (templates -1, -2)",
+    Severity.WARNING)
+
 KUEUE_MAX_MAPPINGS, KUEUE_MAX_CLASSES = 16, 8
 
 
@@ -76,6 +84,7 @@ def check_dra(policy: Policy) -> Iterator[Diagnostic]:
         if not dra_active(c) and dra_counts(c):  # a MultiKueue manager of DRA workers: it only counts
             yield from _versions(policy, c, base)
             yield from _lowered(policy, c, base)
+            yield from _dispatchable(policy, c)
             continue
         if not dra_active(c):
             if c.device_classes:
@@ -218,6 +227,27 @@ def _verdict(m: ClassMatch, own: set[str], loc: Location, path: str | None, inve
             f"{', '.join(sorted(m.parent_pools))} if their nodes list them whole (dra-driver-nvidia-gpu#719): a claim "
             "could take a GPU whose slices are in use", loc, path=path,
             hint="use another GPU model for full cards on this cluster, or cut those pools full")
+
+
+def _dispatchable(policy: Policy, c: Cluster) -> Iterator[Diagnostic]:
+    """DRA014 on a MultiKueue manager of DRA workers."""
+    from compiler.lower.dra import claim_template_name, team_shapes
+
+    workers = [w for w in workers_of(c) if w in policy.clusters]
+    for team in policy.teams:
+        held = {claim_template_name(dc.name, n): (dc, n) for dc, n in team_shapes(policy, team, c.name)}
+        on_workers = {claim_template_name(dc.name, n) for w in workers for dc, n in team_shapes(policy, team, w)}
+        missing = sorted(set(held) - on_workers)
+        if not missing:
+            continue
+        budget = next((e for e in policy.allocation.for_team(team.name)
+                       if e.cluster == c.name and e.gpu_class == held[missing[0]][0].budget_class), None)
+        where = team.src.locate(budget.path + ("guaranteed",)) if budget else team.src.locate(("spec", "budgets"))
+        yield UNDISPATCHABLE.diag(
+            f"team {team.name!r}: manager {c.name!r} admits claims of ResourceClaimTemplates "
+            f"{', '.join(missing)} that none of its workers ({', '.join(workers)}) has, so those jobs never run",
+            where, hint="budget as much of the class on a worker (its templates follow the budget), or lower the "
+            "manager's guarantee + borrowing limit")
 
 
 def _lowered(policy: Policy, c: Cluster, base: YamlPath) -> Iterator[Diagnostic]:
