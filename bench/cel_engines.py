@@ -268,7 +268,7 @@ def synthetic_queue(i: int) -> dict[str, Any]:
 
 
 def bench_verify(crds: Path, queues: int) -> None:
-    from compiler.manifest import Manifest
+    from compiler.model.manifest import Manifest
     from compiler.verify import CrdRegistry, verify
 
     t0 = time.perf_counter()

@@ -71,7 +71,7 @@ def in_process(root: Path, crds: Path) -> dict[str, Any]:
 
     import yaml
 
-    from compiler.emit import write_tree
+    from compiler.emit.tree import write_tree
     from compiler.pipeline import Options, compile_policies
 
     gc.disable()  # as the CLI runs (compiler.cli.main.entrypoint)
@@ -184,7 +184,7 @@ def kubernetes_validate(root: Path, timings: dict[str, Any]) -> dict[str, Any]:
 def one(case: str, work: Path, crds: Path) -> dict[str, Any]:
     root = prepare(case, work)
     size = size_of(case)
-    from compiler.load import discover
+    from compiler.load.source import discover
 
     teams = len(discover(root / "policies", root)[0]) - 1
     import yaml

@@ -6,6 +6,8 @@ in the requested format and decides the exit code once (see ``exit_code``).
 
 from __future__ import annotations
 
+import difflib
+
 import enum
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -74,3 +76,15 @@ def exit_code(diags: Iterable[Diagnostic], *, strict: bool = False) -> int:
 
 class UsageError(Exception):
     """Bad command line or environment (exit 2), as opposed to a bad policy (exit 1)."""
+
+
+# -- 'did you mean' suggestions, shared by every diagnostic that names an unknown thing --
+def closest(value: str, options: Iterable[str]) -> str | None:
+    """The option most like ``value`` (difflib ratio >= 0.6), or None."""
+    found = difflib.get_close_matches(value, list(options), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def did_you_mean(value: str, options: Iterable[str]) -> str | None:
+    match = closest(value, options)
+    return None if match is None else f"did you mean {match!r}?"

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from compiler.diagnostics import Diagnostic, has_errors
-from compiler.paths import display_path
+from compiler.load.paths import display_path
 
 if TYPE_CHECKING:
-    from compiler.manifest import Manifest
-    from compiler.policy import Policy
+    from compiler.model.manifest import Manifest
+    from compiler.policy.graph import Policy
 
 
 @dataclass
@@ -79,15 +79,15 @@ def compile_policies(opts: Options) -> Result:
 
 def _compile(opts: Options) -> Result:
     # Stage modules are imported here, not at the top: the CLI imports this module for Options,
-    # and a cached `check` (compiler.incremental) never needs them (~0.3 s of imports).
-    from compiler.codeowners import render_codeowners
-    from compiler.emit import render_tree
-    from compiler.gitops_report import argocd_reports
-    from compiler.load import load_policy_dir
+    # and a cached `check` (compiler.cache.incremental) never needs them (~0.3 s of imports).
+    from compiler.report.codeowners import render_codeowners
+    from compiler.emit.tree import render_tree
+    from compiler.report.gitops import argocd_reports
+    from compiler.load.source import load_policy_dir
     from compiler.lower import lower_all
-    from compiler.multikueue import check_manifests
-    from compiler.report import policy_reports
-    from compiler.schemas import render_schemas
+    from compiler.policy.multikueue_topology import check_manifests
+    from compiler.report.policy_report import policy_reports
+    from compiler.model.schemas import render_schemas
     from compiler.validate import build_policy
 
     res = Result()
@@ -112,7 +112,7 @@ def _compile(opts: Options) -> Result:
     res.diagnostics.extend(check_manifests(policy, inventory))  # GITOPS006
     lap("lower")
     if opts.verify:
-        from compiler.verify_stage import run_verify
+        from compiler.verify.run import run_verify
 
         diags, stats = run_verify(policy, res.manifests, opts.crds, strict=opts.strict)
         res.diagnostics.extend(diags)

@@ -46,19 +46,19 @@ _REGISTRY: dict[str, Rule] = {}
 
 # Modules that define rules; imported by all_rules() so docs and tests see every rule.
 RULE_MODULES: tuple[str, ...] = (
-    "compiler.load",
+    "compiler.load.source",
     "compiler.validate.schema",
     "compiler.verify",
     "compiler.catalog",
     "compiler.mig",
-    "compiler.partition",
-    "compiler.kueue_config",
+    "compiler.policy.partition",
+    "compiler.verify.kueue_config",
     "compiler.validate.semantic",
     "compiler.validate.capacity",
     "compiler.validate.admission",
     "compiler.serving.checks",
-    "compiler.multikueue",
-    "compiler.gitops",
+    "compiler.policy.multikueue_topology",
+    "compiler.policy.gitops_names",
     "compiler.dra.rules",
 )
 

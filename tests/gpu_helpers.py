@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.manifest import Manifest
-from compiler.policy import Policy
+from compiler.model.manifest import Manifest
+from compiler.policy.graph import Policy
 from conftest import CRDS, REPO
 from helpers import policy_at
 

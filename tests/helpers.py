@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 
 from compiler.diagnostics import Diagnostic
-from compiler.load import load_policy_dir
-from compiler.policy import Policy
+from compiler.load.source import load_policy_dir
+from compiler.policy.graph import Policy
 from compiler.validate import build_policy
 from compiler.pipeline import Options, Result, compile_policies
 

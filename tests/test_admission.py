@@ -1,5 +1,5 @@
 """The generated ValidatingAdmissionPolicies, evaluated with the project's CEL engine against
-admission requests built from realistic objects (compiler.vap replays the API server)."""
+admission requests built from realistic objects (compiler.verify.vap replays the API server)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from compiler.cel import compile_expr
 from compiler.lower.admission import ACTIONS, lower_admission
 from compiler.lower.namespaces import lower_team_namespaces
-from compiler.policy import Policy
-from compiler.vap import Decision, admit, evaluate
+from compiler.policy.graph import Policy
+from compiler.verify.vap import Decision, admit, evaluate
 from conftest import REPO
 from helpers import copy_demo, mutate, policy_at
 

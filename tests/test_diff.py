@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from compiler.diff_flags import find_flags
-from compiler.diff_render import MARKER
+from compiler.tools.diff_flags import find_flags
+from compiler.tools.diff_render import MARKER
 from compiler.lower.common import obj
-from compiler.manifest import Manifest
+from compiler.model.manifest import Manifest
 from conftest import REPO, run_cli
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from compiler.catalog import builtin_catalog
-from compiler.classes import derive_classes
+from compiler.policy.classes import derive_classes
 from compiler.dra import DRIVER_CLASSES, class_selector, cluster_inventory, evaluate_class, resource_slice
-from compiler.manifest import Manifest
+from compiler.model.manifest import Manifest
 from compiler.model.fleet import Cluster
 from compiler.verify import verify
 

@@ -129,7 +129,7 @@ def test_kueue_counts_only_exact_count() -> None:
 
 def test_verify_reports_claim_templates_kueue_cannot_count() -> None:
     """DRA009 runs in the verify stage on the rendered templates of out/<cluster>/dra/."""
-    from compiler.manifest import Manifest
+    from compiler.model.manifest import Manifest
     from compiler.verify import verify
 
     def template(mode: str) -> dict:  # type: ignore[type-arg]

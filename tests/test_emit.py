@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import compiler.emit as emit
-from compiler.emit import read_tree, write_tree
+import compiler.emit.tree as emit
+from compiler.emit.tree import read_tree, write_tree
 from conftest import REPO
 
 
@@ -62,7 +62,7 @@ def _build_hash(root: Path, seed: str, reverse: bool) -> dict[str, bytes]:
     code = (
         "import sys, os\n"
         "from pathlib import Path\n"
-        "import compiler.load as L\n"
+        "import compiler.load.source as L\n"
         "if sys.argv[2] == '1':\n"
         "    orig = L.discover\n"
         "    def rev(d, r):\n"

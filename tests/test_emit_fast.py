@@ -1,6 +1,6 @@
-"""The fast writers produce the reference bytes: compiler.emit_fast == PyYAML's SafeDumper
-(``dump_yaml(fast=False)``), compiler.jsonfast == ``json.dumps(indent=2, sort_keys=True)``,
-compiler.load_fast == ruamel. Generated data (hypothesis) with strings chosen to trip a YAML
+"""The fast writers produce the reference bytes: compiler.emit.fast == PyYAML's SafeDumper
+(``dump_yaml(fast=False)``), compiler.emit.jsonfast == ``json.dumps(indent=2, sort_keys=True)``,
+compiler.load.fast == ruamel. Generated data (hypothesis) with strings chosen to trip a YAML
 writer, plus every object the demo and the golden cases render."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import compiler.load as load
-from compiler.emit import _FAST, dump_yaml, render_tree
-from compiler.emit_fast import Unsupported
-from compiler.jsonfast import dumps_sorted_indent2
+import compiler.load.source as load
+from compiler.emit.tree import _FAST, dump_yaml, render_tree
+from compiler.emit.fast import Unsupported
+from compiler.emit.jsonfast import dumps_sorted_indent2
 from conftest import REPO
 from helpers import compile_dir, copy_demo
 

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler.diagnostics import Severity
-from compiler.emit import render_tree
-from compiler.load import load_sources
+from compiler.emit.tree import render_tree
+from compiler.load.source import load_sources
 from compiler.lower import lower
 from compiler.validate import build_policy
 from conftest import REPO

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.emit import diff_tree, read_tree, render_tree
+from compiler.emit.tree import diff_tree, read_tree, render_tree
 from helpers import compile_dir
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from compiler.catalog import builtin_catalog
-from compiler.classes import device_plugin_resource
+from compiler.policy.classes import device_plugin_resource
 from compiler.lower.gpu_operator import (
     DEVICE_PLUGIN_CONFIGMAP,
     MIG_PARTED_CONFIGMAP,
@@ -21,9 +21,9 @@ from compiler.lower.gpu_operator import (
     sharing_digest,
 )
 from compiler.lower.gpu_operator_chart import ChartValuesError, render_cluster_policy
-from compiler.manifest import Manifest
+from compiler.model.manifest import Manifest
 from compiler.mig import check_pool_layout
-from compiler.policy import Policy
+from compiler.policy.graph import Policy
 from gpu_helpers import build, chart_defaults, demo, verify_ok, write_fleet
 from helpers import copy_demo, mutate, policy_at
 

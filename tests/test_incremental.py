@@ -1,4 +1,4 @@
-"""Incremental check/build (compiler.incremental, .gpupolicy-cache/) == the full pipeline: after
+"""Incremental check/build (compiler.cache.incremental, .gpupolicy-cache/) == the full pipeline: after
 an edit of one team, of the fleet, after adding and removing a team, after deleting the cache,
 on the demo and on every golden case; and the CLI around it."""
 
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from compiler.cache import CACHE_DIRNAME, Store, content_digest, scan_tree
+from compiler.cache.store import CACHE_DIRNAME, Store, content_digest, scan_tree
 from compiler.diagnostics import sort_diagnostics
-from compiler.emit import read_tree, write_tree
-from compiler.incremental import Output, compile_incremental, from_result
+from compiler.emit.tree import read_tree, write_tree
+from compiler.cache.incremental import Output, compile_incremental, from_result
 from compiler.pipeline import Options, compile_policies
 from conftest import CRDS, REPO, run_cli
 from helpers import copy_demo, mutate
@@ -178,9 +178,9 @@ def test_store_survives_corrupt_entries(tmp_path: Path) -> None:
 
 def test_inventories_merge_to_the_whole() -> None:
     """A unit's stored inventory, merged with the others', says what the whole output's does."""
-    from compiler.inventory import Inventory
+    from compiler.model.inventory import Inventory
     from compiler.lower import lower_all
-    from compiler.load import load_policy_dir
+    from compiler.load.source import load_policy_dir
     from compiler.validate import build_policy
 
     sources, _ = load_policy_dir(REPO / "policies", REPO)

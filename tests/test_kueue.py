@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compiler.admit import admit, parse_shape
-from compiler.kueue_config import problems
+from compiler.tools.job_admission import admit, parse_shape
+from compiler.verify.kueue_config import problems
 from compiler.lower.kueue import manager_config
 from conftest import CRDS, REPO
 from helpers import compile_dir, copy_demo, line_of, mutate

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.load import load_policy_dir, load_text
+from compiler.load.source import load_policy_dir, load_text
 
 
 def _one(text: str | bytes) -> tuple[str, int, int]:

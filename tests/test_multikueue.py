@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from compiler.inventory import Inventory
+from compiler.model.inventory import Inventory
 from compiler.lower.common import obj
-from compiler.manifest import Manifest
-from compiler.multikueue import check_manifests
+from compiler.model.manifest import Manifest
+from compiler.policy.multikueue_topology import check_manifests
 from helpers import compile_dir, find, line_of
 from helpers import mutate as edit
 

@@ -18,8 +18,8 @@ from compiler.lower.nodecontract import (
     pool_contracts,
 )
 from compiler.lower.nodes import lower_node_pools
-from compiler.nodes import DRIFT, INFO, Finding, check_nodes, parse_nodes, render_json, render_text
-from compiler.policy import Policy
+from compiler.tools.node_drift import DRIFT, INFO, Finding, check_nodes, parse_nodes, render_json, render_text
+from compiler.policy.graph import Policy
 from conftest import REPO, SHARED
 from gpu_helpers import build, demo, verify_ok, write_fleet
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from compiler.manifest import COMPONENTS, Manifest
+from compiler.model.manifest import COMPONENTS, Manifest
 from compiler.verify import CrdRegistry, verify
 from conftest import REPO
 from helpers import compile_dir
@@ -69,7 +69,7 @@ def test_wrong_object_is_caught(crds_dir) -> None:  # type: ignore[no-untyped-de
 
 def test_findings_point_at_the_line_in_out(crds_dir) -> None:  # type: ignore[no-untyped-def]
     """A verify finding names out/<file>:<line>:<col> of its JSON path in the rendered file."""
-    from compiler.emit import render_manifest
+    from compiler.emit.tree import render_manifest
     from compiler.verify.lines import add_lines, parse_path
 
     assert parse_path("spec.resourceGroups[0].flavors[1]") == ("spec", "resourceGroups", 0, "flavors", 1)

@@ -20,8 +20,8 @@ from compiler.lower.common import (
 )
 from compiler.lower.kueue import lower_flavors, lower_priorities
 from compiler.lower.serving import PRIORITY_CLASS, lower_serving, lower_serving_priority
-from compiler.manifest import Manifest
-from compiler.policy import Policy
+from compiler.model.manifest import Manifest
+from compiler.policy.graph import Policy
 
 from conftest import REPO
 from helpers import copy_demo, mutate, policy_at

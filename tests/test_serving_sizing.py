@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from compiler.catalog import builtin_catalog
-from compiler.load import load_policy_dir
+from compiler.load.source import load_policy_dir
 from compiler.serving import (
     ARCHITECTURES,
     GIB,

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from compiler.diagnostics import Severity
-from compiler.manifest import Manifest
+from compiler.model.manifest import Manifest
 from compiler.verify import CrdRegistry, VerifyResult, verify
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from compiler.diagnostics import Diagnostic
-from compiler.manifest import Manifest
+from compiler.model.manifest import Manifest
 from compiler.rules import get
 from compiler.verify.context import ObjectContext
 from compiler.verify.kueue_webhook import check_kueue

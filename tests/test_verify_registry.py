@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from compiler.diagnostics import UsageError
-from compiler.manifest import Manifest
+from compiler.model.manifest import Manifest
 from compiler.verify import CrdLoadError, CrdRegistry, verify
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from compiler.manifest import Manifest
+from compiler.model.manifest import Manifest
 from compiler.verify import CrdRegistry, VerifyResult, verify
 from compiler.verify.structural import compile_node, to_json_schema
 

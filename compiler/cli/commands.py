@@ -17,14 +17,14 @@ from compiler.diagnostics import (
     exit_code,
     sort_diagnostics,
 )
-from compiler.paths import display_path
+from compiler.load.paths import display_path
 
 # Stage modules are imported inside the commands: a cached `check` needs none of them.
 if TYPE_CHECKING:
     from compiler.pipeline import Options, Result
-    from compiler.cache import Store
-    from compiler.incremental import Output
-    from compiler.outputs import TreeScan
+    from compiler.cache.store import Store
+    from compiler.cache.incremental import Output
+    from compiler.emit.outputs import TreeScan
 
 
 def _print_diags(diags: list[Diagnostic], opts: Options, ns: argparse.Namespace) -> None:
@@ -50,12 +50,12 @@ def cmd_validate(opts: Options, ns: argparse.Namespace) -> int:
 
 def _compile_cached(opts: Options, ns: argparse.Namespace, *, writing: bool = False
                     ) -> tuple[Output, Store | None, TreeScan]:
-    """check and build: the incremental engine (compiler.incremental) unless --no-cache, with
-    out/ scanned meanwhile (compiler.outputs). ``check`` never writes outside the cache."""
-    from compiler.cache import Store
-    from compiler.emit import recover
-    from compiler.incremental import compile_incremental, from_result
-    from compiler.outputs import TreeScan
+    """check and build: the incremental engine (compiler.cache.incremental) unless --no-cache, with
+    out/ scanned meanwhile (compiler.emit.outputs). ``check`` never writes outside the cache."""
+    from compiler.cache.store import Store
+    from compiler.emit.tree import recover
+    from compiler.cache.incremental import compile_incremental, from_result
+    from compiler.emit.outputs import TreeScan
     from compiler.pipeline import compile_policies
 
     store = None if getattr(ns, "no_cache", False) else Store(opts.root)
@@ -70,7 +70,7 @@ def _compile_cached(opts: Options, ns: argparse.Namespace, *, writing: bool = Fa
 
 
 def cmd_build(opts: Options, ns: argparse.Namespace) -> int:
-    from compiler.outputs import write
+    from compiler.emit.outputs import write
 
     out, store, scan = _compile_cached(opts, ns, writing=True)
     code = exit_code(out.diagnostics, strict=opts.strict)
@@ -78,7 +78,7 @@ def cmd_build(opts: Options, ns: argparse.Namespace) -> int:
         scan.result()  # reap the child
         print("gpupolicy: build failed; out/ left unchanged", file=sys.stderr)
         return EXIT_POLICY
-    from compiler.incremental import CacheEntryMissing, from_result
+    from compiler.cache.incremental import CacheEntryMissing, from_result
     from compiler.pipeline import compile_policies
 
     try:
@@ -100,7 +100,7 @@ def _print_verify_stats(st: dict[str, object]) -> None:
 
 
 def cmd_check(opts: Options, ns: argparse.Namespace) -> int:
-    from compiler.outputs import stale as stale_outputs
+    from compiler.emit.outputs import stale as stale_outputs
 
     out, store, scan = _compile_cached(opts, ns)
     code = exit_code(out.diagnostics, strict=opts.strict)
@@ -119,8 +119,8 @@ def cmd_check(opts: Options, ns: argparse.Namespace) -> int:
 
 
 def cmd_schema(opts: Options, ns: argparse.Namespace) -> int:
-    from compiler.emit import write_file_atomic
-    from compiler.schemas import render_schemas
+    from compiler.emit.tree import write_file_atomic
+    from compiler.model.schemas import render_schemas
 
     schemas = render_schemas()
     for name, data in schemas.items():
@@ -130,7 +130,7 @@ def cmd_schema(opts: Options, ns: argparse.Namespace) -> int:
 
 
 def cmd_report(opts: Options, ns: argparse.Namespace) -> int:
-    from compiler.report import render_markdown
+    from compiler.report.policy_report import render_markdown
 
     res = _compile(opts, ns, verify=False)
     if res.policy is None or exit_code(res.diagnostics) != EXIT_OK:
@@ -140,8 +140,8 @@ def cmd_report(opts: Options, ns: argparse.Namespace) -> int:
 
 
 def cmd_explain(opts: Options, ns: argparse.Namespace) -> int:
-    from compiler.admit import admit, parse_shape
-    from compiler.explain import explain_team
+    from compiler.tools.job_admission import admit, parse_shape
+    from compiler.tools.explain import explain_team
 
     res = _compile(opts, ns, verify=False)
     if res.policy is None or exit_code(res.diagnostics) != EXIT_OK:
@@ -174,8 +174,8 @@ def cmd_nodes(opts: Options, ns: argparse.Namespace) -> int:
     """Node drift against the contract: exit 0 none, 1 drift (or policy errors), 2 bad input."""
     import json
 
-    from compiler.load import load_policy_dir
-    from compiler.nodes import NodesInputError, check_nodes, parse_nodes, pool_guesses, render_json, render_text
+    from compiler.load.source import load_policy_dir
+    from compiler.tools.node_drift import NodesInputError, check_nodes, parse_nodes, pool_guesses, render_json, render_text
     from compiler.validate import build_policy
 
     try:
@@ -213,7 +213,7 @@ def cmd_rules(examples: bool) -> int:
 
 
 def cmd_diff(opts: Options, ns: argparse.Namespace) -> int:
-    from compiler.diff_render import diff_command
+    from compiler.tools.diff_render import diff_command
 
     return diff_command(opts, ns)
 

@@ -13,7 +13,7 @@ from compiler.dra.accounting import Accounting, decide, dra_active
 from compiler.dra.inventory import DRIVER, Device, DeviceGroup, Inventory, cluster_inventory, policy_inventory, resource_slice
 from compiler.dra.proof import ClassMatch, evaluate_class
 from compiler.dra.selectors import DRIVER_CLASSES, DRIVER_EXTENDED_RESOURCE, class_selector
-from compiler.policy import Policy
+from compiler.policy.graph import Policy
 
 __all__ = [
     "DRIVER", "DRIVER_CLASSES", "Accounting", "ClassMatch", "Device", "DeviceGroup", "Inventory",

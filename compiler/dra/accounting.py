@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 from compiler.model.fleet import Cluster, MigCut
-from compiler.policy import Policy
+from compiler.policy.graph import Policy
 
 DEFAULT_KUEUE = "v0.19.2"  # SPEC §9 pinned default
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")

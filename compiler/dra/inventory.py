@@ -37,12 +37,12 @@ from typing import Any, Iterator, Mapping
 
 from compiler.catalog import Catalog, GpuModel
 from compiler.catalog.model import MigProfile
-from compiler.classes import class_id, pool_units
-from compiler.memo import per_policy
+from compiler.policy.classes import class_id, pool_units
+from compiler.cache.memo import per_policy
 from compiler.mig import lookup_profile, pack
 from compiler.mig.check import ProfileMatch
 from compiler.model.fleet import Cluster, MigCut, NodePool
-from compiler.partition import pool_mig_devices
+from compiler.policy.partition import pool_mig_devices
 
 DRIVER = "gpu.nvidia.com"
 STD = "resource.kubernetes.io/"

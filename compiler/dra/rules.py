@@ -13,10 +13,10 @@ from compiler.dra.accounting import dra_active, dra_counts, k8s_gate, kueue_vers
 from compiler.dra.inventory import Inventory, policy_inventory
 from compiler.dra.proof import ClassMatch, evaluate_class
 from compiler.dra.selectors import DRIVER_CLASSES, class_selector
-from compiler.load import YamlPath
+from compiler.load.source import YamlPath
 from compiler.model.fleet import Cluster, MigCut
-from compiler.multikueue import workers_of
-from compiler.policy import Policy
+from compiler.policy.multikueue_topology import workers_of
+from compiler.policy.graph import Policy
 from compiler.rules import define
 
 NO_MATCH = define(

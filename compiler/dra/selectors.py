@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from compiler.catalog import Catalog, GpuModel
-from compiler.classes import GpuClass
+from compiler.policy.classes import GpuClass
 from compiler.dra.inventory import DRIVER
 from compiler.mig import lookup_profile
 from compiler.mig.check import ProfileMatch

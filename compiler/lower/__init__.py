@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from compiler.inventory import Inventory
+from compiler.model.inventory import Inventory
 from compiler.lower.admission import lower_admission
 from compiler.lower.argocd import lower_argocd
 from compiler.lower.dra import lower_claim_templates, lower_device_classes
@@ -19,8 +19,8 @@ from compiler.lower.namespaces import lower_team_namespaces
 from compiler.lower.nodes import lower_node_pools
 from compiler.lower.rbac import lower_team_rbac
 from compiler.lower.serving import lower_serving, lower_serving_priority
-from compiler.manifest import Manifest
-from compiler.policy import Policy, Team
+from compiler.model.manifest import Manifest
+from compiler.policy.graph import Policy, Team
 
 ClusterPass = Callable[[Policy, str], list[Manifest]]
 TeamPass = Callable[[Policy, Team, str], list[Manifest]]

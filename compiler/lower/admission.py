@@ -81,9 +81,9 @@ from compiler.lower.common import (
     SERVING_TAINT_KEY,
     obj,
 )
-from compiler.manifest import Manifest
-from compiler.memo import per_policy
-from compiler.policy import Policy
+from compiler.model.manifest import Manifest
+from compiler.cache.memo import per_policy
+from compiler.policy.graph import Policy
 
 VAP_API = "admissionregistration.k8s.io/v1"
 LABELS_POLICY = "gpupolicy-required-labels"

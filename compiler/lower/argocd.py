@@ -11,7 +11,7 @@ Progressive Syncs (beta, opt-in controller flag). The price is that the parents 
 (they create Applications in Argo CD's namespace), which is why ``out/argocd/`` derives only from
 the fleet file and is owned by the platform team.
 
-**Layout** (names in ``compiler.gitops``; P = ``spec.gitops.project``)::
+**Layout** (names in ``compiler.policy.gitops_names``; P = ``spec.gitops.project``)::
 
     out/argocd/bootstrap/   AppProject P, Application P-<cluster> per cluster (applied by hand)
     out/argocd/<cluster>/   AppProjects P-<cluster>, P-<cluster>-addons; child Applications
@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.gitops import (
+from compiler.policy.gitops_names import (
     BOOTSTRAP,
     addons_project,
     app_name,
@@ -61,11 +61,11 @@ from compiler.gitops import (
     root_project,
     server,
 )
-from compiler.inventory import Folder, Inventory
+from compiler.model.inventory import Folder, Inventory
 from compiler.lower.charts import Chart, cluster_charts
 from compiler.lower.common import obj
-from compiler.manifest import COMPONENTS, Manifest
-from compiler.policy import Policy
+from compiler.model.manifest import COMPONENTS, Manifest
+from compiler.policy.graph import Policy
 
 ARGO_API = "argoproj.io/v1alpha1"
 IN_CLUSTER = "https://kubernetes.default.svc"

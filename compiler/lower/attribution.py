@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from compiler.policy import Policy
+from compiler.policy.graph import Policy
 
 AUDIT_KEYS = (
     "gpupolicy.dev/team", "gpupolicy.dev/model", "gpupolicy.dev/data-class",

@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.emit import dump_yaml
+from compiler.emit.tree import dump_yaml
 from compiler.model.fleet import MpsCut, TimeSlicingCut
-from compiler.policy import Policy
+from compiler.policy.graph import Policy
 
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_IMAGE = "registry.k8s.io/kueue/kueue"

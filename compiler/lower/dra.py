@@ -12,15 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.classes import GpuClass, dra_resource
+from compiler.policy.classes import GpuClass, dra_resource
 from compiler.dra.accounting import decide, dra_active, dra_counts
 from compiler.dra.selectors import class_selector
 from compiler.lower.common import LABEL_CLASS, LABEL_TEAM, obj
 from compiler.lower.kueue import training_namespaces
-from compiler.manifest import Manifest
-from compiler.memo import per_policy
-from compiler.multikueue import workers_of
-from compiler.policy import Policy, Team
+from compiler.model.manifest import Manifest
+from compiler.cache.memo import per_policy
+from compiler.policy.multikueue_topology import workers_of
+from compiler.policy.graph import Policy, Team
 
 DRA_API = "resource.k8s.io/v1"
 REQUEST = "gpu"  # the request name pods reference: resources.claims[{name: <claim>, request: gpu}]

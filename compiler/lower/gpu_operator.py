@@ -49,15 +49,15 @@ import re
 from typing import Any
 
 from compiler.catalog import GpuModel, driver_branch
-from compiler.emit import dump_yaml
+from compiler.emit.tree import dump_yaml
 from compiler.lower.attribution import dcgm_attribution_values
 from compiler.lower.common import obj
 from compiler.lower.nodecontract import CUSTOM_LAYOUT_PREFIX, mig_layout
-from compiler.manifest import Manifest
+from compiler.model.manifest import Manifest
 from compiler.mig import DISABLED
 from compiler.model.fleet import Cluster, MigCut, MpsCut, NodePool, TimeSlicingCut
-from compiler.partition import pool_mig_devices
-from compiler.policy import Policy
+from compiler.policy.partition import pool_mig_devices
+from compiler.policy.graph import Policy
 
 SHARING_DIGEST_ENV = "GPUPOLICY_SHARING_SHA256"  # see sharing_digest
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from compiler.allocation import TeamAllocation
-from compiler.classes import GpuClass
+from compiler.policy.allocation import TeamAllocation
+from compiler.policy.classes import GpuClass
 from compiler.lower.common import LABEL_CLASS, LABEL_POOL, LABEL_PURPOSE, LABEL_TEAM, obj, quantity
-from compiler.manifest import Manifest
-from compiler.multikueue import admission_check_for
-from compiler.policy import Policy, Team
+from compiler.model.manifest import Manifest
+from compiler.policy.multikueue_topology import admission_check_for
+from compiler.policy.graph import Policy, Team
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 # GPU nodes are commonly tainted nvidia.com/gpu:NoSchedule (GKE does it automatically; the
@@ -195,7 +195,7 @@ def lower_team_queues(policy: Policy, team: Team, cluster: str) -> list[Manifest
         "fairSharing": {"weight": quantity(weight)},
         "resourceGroups": groups,
     }
-    # MultiKueue manager: admitted workloads are dispatched to a worker (compiler.multikueue).
+    # MultiKueue manager: admitted workloads are dispatched to a worker (compiler.policy.multikueue_topology).
     check = admission_check_for(policy, cluster)
     if check is not None:
         cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": check}]}

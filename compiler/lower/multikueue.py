@@ -1,5 +1,5 @@
 """MultiKueue objects on a manager cluster (component ``multikueue``; topology and rules in
-``compiler.multikueue``): one AdmissionCheck handled by ``kueue.x-k8s.io/multikueue`` whose
+``compiler.policy.multikueue_topology``): one AdmissionCheck handled by ``kueue.x-k8s.io/multikueue`` whose
 parameters name one MultiKueueConfig listing the workers in preference order, and one
 MultiKueueCluster per worker pointing at the Secret with its kubeconfig (a reference only).
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from compiler.lower.common import obj
 from compiler.lower.kueue import KUEUE_API
-from compiler.manifest import Manifest
-from compiler.multikueue import ADMISSION_CHECK, CONTROLLER, MAX_WORKERS, kubeconfig_secret, workers_of
-from compiler.policy import Policy
+from compiler.model.manifest import Manifest
+from compiler.policy.multikueue_topology import ADMISSION_CHECK, CONTROLLER, MAX_WORKERS, kubeconfig_secret, workers_of
+from compiler.policy.graph import Policy
 
 
 def lower_multikueue(policy: Policy, cluster: str) -> list[Manifest]:

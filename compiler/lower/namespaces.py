@@ -9,8 +9,8 @@ from compiler.lower.common import (
     LABEL_TEAM,
     obj,
 )
-from compiler.manifest import Manifest
-from compiler.policy import Policy, Team, serving_namespace
+from compiler.model.manifest import Manifest
+from compiler.policy.graph import Policy, Team, serving_namespace
 
 
 def team_namespaces(team: Team, cluster: str) -> list[tuple[str, str]]:

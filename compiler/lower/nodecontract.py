@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.catalog import GpuModel, gfd_product_label
-from compiler.classes import mig_profile_slug
+from compiler.policy.classes import mig_profile_slug
 from compiler.lower.common import (
     LABEL_CLASS,
     LABEL_DEVICE_PLUGIN_CONFIG,
@@ -42,8 +42,8 @@ from compiler.lower.common import (
 )
 from compiler.mig import DISABLED, instances
 from compiler.model.fleet import Cluster, MigCut, MpsCut, NodePool, TimeSlicingCut
-from compiler.partition import pool_mig_devices
-from compiler.policy import Policy
+from compiler.policy.partition import pool_mig_devices
+from compiler.policy.graph import Policy
 
 CUSTOM_LAYOUT_PREFIX = "gpupolicy-"  # mig-parted config names for per-device layouts
 GFD_PRODUCT = "nvidia.com/gpu.product"

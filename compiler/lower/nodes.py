@@ -27,8 +27,8 @@ from typing import Any
 
 from compiler.lower.common import LABEL_POOL, obj
 from compiler.lower.nodecontract import FULL_GPU, PoolContract, pool_contracts
-from compiler.manifest import Manifest
-from compiler.policy import Policy
+from compiler.model.manifest import Manifest
+from compiler.policy.graph import Policy
 
 KARPENTER_API = "karpenter.sh/v1"
 NODE_CLASS_GROUP = "karpenter.k8s.aws"

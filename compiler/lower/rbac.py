@@ -24,8 +24,8 @@ from typing import Any
 from compiler.lower.admission import queued_workloads
 from compiler.lower.common import LABEL_PURPOSE, LABEL_TEAM, obj
 from compiler.lower.namespaces import team_namespaces
-from compiler.manifest import Manifest
-from compiler.policy import Policy, Team
+from compiler.model.manifest import Manifest
+from compiler.policy.graph import Policy, Team
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 TRAINING_ROLE = "gpupolicy-training"

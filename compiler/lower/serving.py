@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.classes import class_id
+from compiler.policy.classes import class_id
 from compiler.lower.common import (
     LABEL_DATA_CLASS,
     LABEL_MODEL,
@@ -22,9 +22,9 @@ from compiler.lower.common import (
     SERVING_TAINT_KEY,
     obj,
 )
-from compiler.manifest import Manifest
+from compiler.model.manifest import Manifest
 from compiler.model.fleet import NodePool
-from compiler.policy import Policy, Team
+from compiler.policy.graph import Policy, Team
 from compiler.serving.plan import Resolved, deployments, model_label, resolve, vllm_image
 from compiler.serving.sizing import startup_budget_seconds
 

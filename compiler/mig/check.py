@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Mapping, Sequence
 
-from compiler.hints import closest
+from compiler.diagnostics import closest
 from compiler.catalog.builtin import builtin_catalog
 from compiler.catalog.model import GpuModel, MigGeometry, MigProfile, driver_branch
 from compiler.mig.packing import pack

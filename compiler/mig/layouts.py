@@ -5,7 +5,7 @@ GPU Operator v26.3): ``all-disabled``, ``all-enabled``, ``all-<profile>`` with `
 from __future__ import annotations
 
 
-from compiler.hints import closest
+from compiler.diagnostics import closest
 from compiler.catalog.builtin import builtin_catalog
 from compiler.catalog.model import GpuModel, MigGeometry, MigProfile, config_name
 from compiler.mig.check import equivalent_profile, not_mig_capable, parse_driver

@@ -10,10 +10,10 @@ import re
 from collections import defaultdict
 from typing import Iterator
 
-from compiler.hints import did_you_mean
+from compiler.diagnostics import did_you_mean
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.model.fleet import FullCut
-from compiler.policy import Policy
+from compiler.policy.graph import Policy
 from compiler.rules import define
 from compiler.serving.architectures import ARCHITECTURES, gated_hub_id
 from compiler.serving.plan import Resolved, deployments, model_label

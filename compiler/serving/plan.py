@@ -10,7 +10,7 @@ from typing import Any, Iterator
 from compiler.catalog import GpuModel
 from compiler.model.fleet import Cluster, NodePool, Versions
 from compiler.model.team import ServingDeployment
-from compiler.policy import Policy, Team
+from compiler.policy.graph import Policy, Team
 from compiler.serving.architectures import Architecture, resolve_architecture
 from compiler.serving.sizing import Sizing, pool_gpus, size
 
@@ -41,7 +41,7 @@ class Resolved:
     @property
     def namespace(self) -> str:
         """The team's serving namespace (outside Kueue)."""
-        from compiler.policy import serving_namespace
+        from compiler.policy.graph import serving_namespace
 
         return serving_namespace(self.team.name, self.team.model.spec.serving_namespace)
 

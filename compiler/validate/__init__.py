@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from compiler.allocation import build_allocation
+from compiler.policy.allocation import build_allocation
 from compiler.catalog import Catalog, builtin_catalog
-from compiler.classes import derive_classes
+from compiler.policy.classes import derive_classes
 from compiler.diagnostics import Diagnostic, has_errors
-from compiler.load import PolicySources
-from compiler.multikueue import with_worker_classes
-from compiler.partition import pool_mig_instances
-from compiler.policy import Policy, Team
+from compiler.load.source import PolicySources
+from compiler.policy.multikueue_topology import with_worker_classes
+from compiler.policy.partition import pool_mig_instances
+from compiler.policy.graph import Policy, Team
 from compiler.validate.schema import parse_fleet, parse_team
 from compiler.validate.semantic import run_checks
 
@@ -18,7 +18,7 @@ MAX_TEAMS = 5000
 
 def build_policy(sources: PolicySources, *, checks: bool = True) -> tuple[Policy | None, list[Diagnostic]]:
     """Schema-check every file, assemble the ``Policy`` and run the semantic rules (unless
-    ``checks=False``: compiler.incremental runs them beside lowering, in a second process).
+    ``checks=False``: compiler.cache.incremental runs them beside lowering, in a second process).
 
     Returns ``None`` when the files are too broken to assemble a policy; all diagnostics found
     so far are returned either way (one bad team file never hides another's problems)."""
@@ -36,7 +36,7 @@ def build_policy(sources: PolicySources, *, checks: bool = True) -> tuple[Policy
     if fleet is None or sources.fleet is None or has_errors(diags):
         return None, diags
     if len(teams) > MAX_TEAMS:
-        from compiler.load import LOAD_LIMIT
+        from compiler.load.source import LOAD_LIMIT
 
         diags.append(LOAD_LIMIT.diag(f"{len(teams)} team files, over the limit of {MAX_TEAMS}",
                                      sources.fleet.locate(())))

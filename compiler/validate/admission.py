@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from compiler.diagnostics import Diagnostic, Severity
-from compiler.policy import Policy, serving_namespace
+from compiler.policy.graph import Policy, serving_namespace
 from compiler.rules import define
 
 NO_GROUPS = define(

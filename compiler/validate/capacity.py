@@ -1,16 +1,16 @@
 """Capacity rules: guarantees against the hardware, lending, department caps, borrowing that
-can be met. They read the allocation model (``compiler.allocation``) and the policy only."""
+can be met. They read the allocation model (``compiler.policy.allocation``) and the policy only."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Iterator
 
-from compiler.allocation import TeamAllocation
+from compiler.policy.allocation import TeamAllocation
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.lower.kueue import borrowable_spare, root_departments, spare_capacity, spare_cohort
-from compiler.multikueue import is_manager
-from compiler.policy import Policy
+from compiler.policy.multikueue_topology import is_manager
+from compiler.policy.graph import Policy
 from compiler.rules import define
 
 OVER_CAPACITY = define(

@@ -6,9 +6,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from compiler.hints import did_you_mean
+from compiler.diagnostics import did_you_mean
 from compiler.diagnostics import Diagnostic
-from compiler.load import SourceFile, YamlPath
+from compiler.load.source import SourceFile, YamlPath
 from compiler.model.common import API_VERSION
 from compiler.model.fleet import FleetFile
 from compiler.model.team import TeamFile

@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Callable, Iterator
 
-from compiler.hints import did_you_mean
-from compiler.load import SourceFile, YamlPath
-from compiler.classes import ISOLATION_ALLOWS, ISOLATION_TABLE
+from compiler.diagnostics import did_you_mean
+from compiler.load.source import SourceFile, YamlPath
+from compiler.policy.classes import ISOLATION_ALLOWS, ISOLATION_TABLE
 from compiler.validate.admission import check_admission
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.dra.rules import check_dra
-from compiler.gitops import check_gitops
-from compiler.multikueue import check_multikueue, is_manager
-from compiler.policy import Policy, serving_namespace
+from compiler.policy.gitops_names import check_gitops
+from compiler.policy.multikueue_topology import check_multikueue, is_manager
+from compiler.policy.graph import Policy, serving_namespace
 from compiler.rules import define
 from compiler.serving.checks import check_serving
 from compiler.validate.capacity import check_capacity, check_department_caps

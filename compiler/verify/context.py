@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from compiler.diagnostics import Diagnostic, Location, Severity
-from compiler.manifest import Manifest
+from compiler.model.manifest import Manifest
 from compiler.rules import Rule
 
 PathPart = str | int

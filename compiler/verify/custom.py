@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from compiler.hints import did_you_mean
+from compiler.diagnostics import did_you_mean
 from compiler.cel import CelError, compile_expr, prepare
 from compiler.verify import rules as R
 from compiler.verify.context import ObjectContext, PathPart, VerifyStats, format_path

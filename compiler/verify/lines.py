@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from compiler.diagnostics import Diagnostic, Location
 
 if TYPE_CHECKING:
-    from compiler.load import SourceFile
+    from compiler.load.source import SourceFile
 
 _PART = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
 
@@ -37,7 +37,7 @@ def parse_path(text: str) -> tuple[str | int, ...]:
 def add_lines(diags: Iterable[Diagnostic], rendered: Callable[[str], bytes | None]) -> list[Diagnostic]:
     """``diags`` with each ``out/`` file location given the line of its JSON path; ``rendered``
     returns a file's bytes by its ``out/``-relative path (None: leave the finding as it is)."""
-    from compiler.load import load_text
+    from compiler.load.source import load_text
 
     sources: dict[str, SourceFile | None] = {}
     out = []

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from compiler.diagnostics import Diagnostic, Severity, has_errors
-from compiler.manifest import Manifest
+from compiler.model.manifest import Manifest
 from compiler.verify import rules as R
 from compiler.verify.builtin import (
     ResolvedVersion,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from compiler.manifest import Manifest
+from compiler.model.manifest import Manifest
 
 # Controllers that own a Deployment's replicas: (apiVersion group, kind) of the scaler.
 SCALERS = frozenset({("autoscaling", "HorizontalPodAutoscaler"), ("keda.sh", "ScaledObject")})

@@ -1,6 +1,6 @@
 """Compose ordinary policy files with libyaml, ~20x faster than ruamel's pure-Python parser.
 
-``compiler.load`` composes each file into a node graph and converts it itself. ruamel (YAML
+``compiler.load.source`` composes each file into a node graph and converts it itself. ruamel (YAML
 1.2) costs ~4.5 ms per team file, which for 1,000 teams is most of a build; libyaml's composer
 (PyYAML's ``CSafeLoader``) gives the same nodes with the same marks in ~0.2 ms. Two things
 differ, and both are handled so the result is exactly ruamel's:

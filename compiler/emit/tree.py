@@ -15,9 +15,9 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from compiler.manifest import Manifest
+from compiler.model.manifest import Manifest
 
-from compiler.emit_fast import FastEmitter, Unsupported
+from compiler.emit.fast import FastEmitter, Unsupported
 
 
 class _Slow(yaml.SafeDumper):  # a subclass: the representer below must not leak into PyYAML's own
@@ -45,7 +45,7 @@ def _reference(data: Any) -> str:
     )
 
 
-# The fast path (compiler.emit_fast) writes the same bytes as the reference ~5x faster than
+# The fast path (compiler.emit.fast) writes the same bytes as the reference ~5x faster than
 # PyYAML's C emitter; documents it does not cover fall back to the reference.
 _FAST = FastEmitter(_reference)
 
@@ -145,7 +145,7 @@ def write_tree(root: Path, files: Mapping[str, bytes], *, digests: Mapping[str, 
     what changed. Unchanged files are hard-linked from the old tree into the new one (a quarter
     of the cost of writing them); the swap stays two renames, so readers see the old tree or
     the new one, never a mix."""
-    from compiler.cache import content_digest, scan_tree
+    from compiler.cache.store import content_digest, scan_tree
 
     recover(root)
     if digests is None:

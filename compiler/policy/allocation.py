@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Mapping, Sequence
 
-from compiler.load import YamlPath
+from compiler.load.source import YamlPath
 from compiler.model.fleet import BudgetDefaults, Department
 from compiler.model.team import Budget
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from compiler.lower.common import LABEL_QUEUE
 from compiler.lower.kueue import borrowable_spare, spare_cohort, training_namespaces
-from compiler.policy import Policy
+from compiler.policy.graph import Policy
 
 
 def explain_team(policy: Policy, name: str) -> str:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from compiler.cache import Store, digest, record_tree, scan_tree
-from compiler.emit import write_file_atomic, write_tree
-from compiler.forked import in_child
-from compiler.incremental import Output
+from compiler.cache.store import Store, digest, record_tree, scan_tree
+from compiler.emit.tree import write_file_atomic, write_tree
+from compiler.cache.forked import in_child
+from compiler.cache.incremental import Output
 
 
 class _Lazy(Mapping[str, bytes]):
@@ -47,7 +47,7 @@ def _scan(out_dir: Path, store: Store | None) -> dict[str, str]:
 
 class TreeScan:
     """The digests of ``out/`` as it is on disk. The scan (a stat per file, a read for the
-    changed ones) runs in a forked child while the parent compiles (``compiler.forked``)."""
+    changed ones) runs in a forked child while the parent compiles (``compiler.cache.forked``)."""
 
     def __init__(self, out_dir: Path, store: Store | None) -> None:
         self.out_dir = out_dir

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.lower.kueue import borrowable_spare, manager_config, resource_groups, training_namespaces
-from compiler.policy import Policy
+from compiler.policy.graph import Policy
 
 
 @dataclass(frozen=True)

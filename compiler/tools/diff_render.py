@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict
 from typing import Any, Callable
 
-from compiler.diff import DiffReport, Row, TeamDelta, run_diff
+from compiler.tools.diff import DiffReport, Row, TeamDelta, run_diff
 
 MARKER = "<!-- gpupolicy-diff -->"  # lets CI find and update its own PR comment
 MAX_MARKDOWN = 60_000  # GitHub comments hold 65,536 characters

@@ -20,8 +20,8 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-from compiler.emit import dump_yaml
-from compiler.manifest import Manifest
+from compiler.emit.tree import dump_yaml
+from compiler.model.manifest import Manifest
 
 RENAME_SIMILARITY = 0.85
 REPLACE_HINT = ("delete it before the sync, or annotate it `argocd.argoproj.io/sync-options: Replace=true` "

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from compiler.inventory import Inventory
+from compiler.model.inventory import Inventory
 from compiler.lower.kueue import spare_cohort_files
-from compiler.policy import Policy
+from compiler.policy.graph import Policy
 
 # Shared generated files (relative to out/, or to the repository root with a leading "/").
 SUMMARIES = ("REPORT.md", "allocation.json")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from compiler.allocation import TeamAllocation
-from compiler.jsonfast import dumps_sorted_indent2
+from compiler.policy.allocation import TeamAllocation
+from compiler.emit.jsonfast import dumps_sorted_indent2
 from compiler.lower.kueue import spare_capacity, spare_cohort
-from compiler.policy import Policy
+from compiler.policy.graph import Policy
 
 
 def policy_hash(policy: Policy) -> str:

@@ -20,7 +20,7 @@ from compiler.lower.nodecontract import (
     PoolContract,
     pool_contracts,
 )
-from compiler.policy import Policy
+from compiler.policy.graph import Policy
 
 DRIFT = "drift"
 INFO = "info"

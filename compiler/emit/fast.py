@@ -1,6 +1,6 @@
 """A YAML writer specialised for manifests, byte-identical to the reference emitter.
 
-The reference is PyYAML's pure-Python ``SafeDumper`` with ``compiler.emit``'s settings (block
+The reference is PyYAML's pure-Python ``SafeDumper`` with ``compiler.emit.tree``'s settings (block
 style, insertion order, ``allow_unicode``, width 65536, indent 2, multi-line strings as literal
 blocks). Measured on the 1,000-team benchmark it spends ~10 s where this writer spends ~2 s
 (bench/README.md): PyYAML builds a node graph and an event stream per document and analyses

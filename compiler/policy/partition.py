@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic
-from compiler.load import SourceFile, YamlPath
+from compiler.load.source import SourceFile, YamlPath
 from compiler.mig import MigProblem, check_pool_layout, instances, resolve_layout
 from compiler.model.fleet import MigCut, NodePool
 from compiler.rules import define

@@ -20,8 +20,8 @@ from typing import Iterator
 from urllib.parse import urlsplit
 
 from compiler.diagnostics import Diagnostic, Severity
-from compiler.manifest import COMPONENTS
-from compiler.policy import Policy
+from compiler.model.manifest import COMPONENTS
+from compiler.policy.graph import Policy
 from compiler.rules import define
 
 BOOTSTRAP = "bootstrap"  # out/argocd/bootstrap: applied once by hand, synced by nothing

@@ -1,4 +1,4 @@
-"""Plain-data records for ``compiler.incremental``: what the cache stores for diagnostics and
+"""Plain-data records for ``compiler.cache.incremental``: what the cache stores for diagnostics and
 verify statistics (``marshal``-able: tuples, dicts, str, int)."""
 
 from __future__ import annotations

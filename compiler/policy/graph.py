@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from compiler.allocation import Allocation
+from compiler.policy.allocation import Allocation
 from compiler.catalog import Catalog
-from compiler.classes import GpuClass
-from compiler.load import SourceFile
+from compiler.policy.classes import GpuClass
+from compiler.load.source import SourceFile
 from compiler.model.fleet import Cluster, Department, FleetFile
 from compiler.model.team import TeamFile
 

@@ -8,9 +8,9 @@ directory (the user's work tree and index are never touched), both sides are com
   model), isolation, priority, department, namespaces, serving deployments;
 - the fleet: capacity per cluster and class, pinned versions, priority tiers;
 - the rendered manifests: added / removed / modified, each with a short unified YAML diff;
-- flags for changes a sync cannot apply in place or that need an order (``compiler.diff_flags``).
+- flags for changes a sync cannot apply in place or that need an order (``compiler.tools.diff_flags``).
 
-Rendering (markdown for a PR comment, json, text) is ``compiler.diff_render``.
+Rendering (markdown for a PR comment, json, text) is ``compiler.tools.diff_render``.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from compiler.diagnostics import Diagnostic, UsageError, has_errors
-from compiler.diff_flags import Flag, find_flags
-from compiler.emit import render_tree
-from compiler.manifest import Manifest
+from compiler.tools.diff_flags import Flag, find_flags
+from compiler.emit.tree import render_tree
+from compiler.model.manifest import Manifest
 from compiler.pipeline import Options, compile_policies
-from compiler.policy import Policy
+from compiler.policy.graph import Policy
 
 DIFF_LINES = 40  # per modified manifest
 

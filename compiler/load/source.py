@@ -21,8 +21,8 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml import nodes as libyaml_nodes
 
 from compiler.diagnostics import Diagnostic, Location
-from compiler.paths import display_path
-from compiler.load_fast import compose as compose_fast
+from compiler.load.paths import display_path
+from compiler.load.fast import compose as compose_fast
 from compiler.rules import define
 
 YamlPath = tuple[str | int, ...]
@@ -115,7 +115,7 @@ class SourceFile:
 
 
 _INT = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")
-# Nodes come from ruamel or, for ordinary files, from libyaml (compiler.load_fast).
+# Nodes come from ruamel or, for ordinary files, from libyaml (compiler.load.fast).
 _MAPPING = (MappingNode, libyaml_nodes.MappingNode)
 _SEQUENCE = (SequenceNode, libyaml_nodes.SequenceNode)
 _SCALAR = (ScalarNode, libyaml_nodes.ScalarNode)

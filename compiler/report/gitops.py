@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from compiler.emit import dump_yaml
-from compiler.gitops import BOOTSTRAP, app_name, root_project, server
+from compiler.emit.tree import dump_yaml
+from compiler.policy.gitops_names import BOOTSTRAP, app_name, root_project, server
 from compiler.lower.argocd import (
     BUILTIN_GROUPS,
     CHART_WAVE,
@@ -23,10 +23,10 @@ from compiler.lower.argocd import (
     DEFAULT_WAVE,
     PROJECT_WAVE,
 )
-from compiler.inventory import Inventory
-from compiler.manifest import Manifest
-from compiler.multikueue import kubeconfig_secret, workers_of
-from compiler.policy import Policy
+from compiler.model.inventory import Inventory
+from compiler.model.manifest import Manifest
+from compiler.policy.multikueue_topology import kubeconfig_secret, workers_of
+from compiler.policy.graph import Policy
 
 HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
 # A child Application is as healthy as it reports itself; until it has reported, it is progressing

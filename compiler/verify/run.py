@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from compiler.diagnostics import Diagnostic, Location, Severity
-from compiler.manifest import Manifest
-from compiler.policy import Policy
+from compiler.model.manifest import Manifest
+from compiler.policy.graph import Policy
 from compiler.rules import define
 
 NO_CRDS = define(
@@ -40,7 +40,7 @@ def run_verify(
                                   severity=Severity.ERROR if strict else Severity.WARNING))
     else:
         registry = _registry(str(crds.resolve()))
-    from compiler import kueue_config
+    from compiler.verify import kueue_config
     from compiler.lower.kueue import manager_config
 
     for cluster in sorted(policy.clusters):  # Helm values, not manifests: checked here
@@ -58,7 +58,7 @@ def run_verify(
                 Location(policy.fleet_src.path), severity=Severity.ERROR if strict else Severity.WARNING,
                 hint="pass --crds DIR or set GPUPOLICY_CRDS (README: validating against your cluster's CRDs)")
     if found:
-        from compiler.emit import render_manifest
+        from compiler.emit.tree import render_manifest
         from compiler.verify.lines import add_lines
 
         by_path = {m.relpath: m for m in manifests}

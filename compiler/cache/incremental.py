@@ -4,7 +4,7 @@ The unit of reuse follows ``compiler.lower``: a *team unit* is everything the te
 produce for one team on every cluster, plus its verification. Team passes read the fleet and
 that one team file and nothing of other teams (lower_serving and the DRA/RBAC helpers were
 made per-team for this), so a unit is keyed by exactly those bytes, the compiler's
-fingerprint, the CRD directory's contents and the options (``compiler.cache``). Everything
+fingerprint, the CRD directory's contents and the options (``compiler.cache.store``). Everything
 that reads the whole policy is recomputed every time from the cached pieces: schema and
 semantic validation (capacity, borrowing, departments: cross-team by nature), the cluster
 passes (cohorts depend on which departments have teams), ArgoCD objects, GITOPS006,
@@ -28,14 +28,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from compiler.cache import Store, compiler_fingerprint, content_digest, digest, tree_fingerprint
-from compiler.cache_records import diag_in, diag_out, failed_record, stats_out, stats_sum
+from compiler.cache.store import Store, compiler_fingerprint, content_digest, digest, tree_fingerprint
+from compiler.cache.records import diag_in, diag_out, failed_record, stats_out, stats_sum
 from compiler.diagnostics import Diagnostic, Location, has_errors
-from compiler.forked import Pending, in_child
-from compiler.paths import display_path
+from compiler.cache.forked import Pending, in_child
+from compiler.load.paths import display_path
 
 if TYPE_CHECKING:
-    from compiler.inventory import Inventory
+    from compiler.model.inventory import Inventory
 
 UNSUPPORTED_ONCE = "VERIFY006"
 
@@ -64,7 +64,7 @@ def _whole_policy(policy: Any) -> tuple[list[tuple[Any, ...]], dict[str, bytes] 
     """The semantic rules, then (if they pass) REPORT.md and allocation.json: the work that
     reads the whole policy and nothing lowered, for one child process (one fork, and the DRA
     proofs both need are computed once)."""
-    from compiler.report import policy_reports
+    from compiler.report.policy_report import policy_reports
     from compiler.validate.semantic import run_checks
 
     found = run_checks(policy)
@@ -125,7 +125,7 @@ class _Run:
         return get
 
     def run(self) -> Output | None:
-        from compiler.load import discover
+        from compiler.load.source import discover
 
         opts = self.opts
         files, diags0 = discover(opts.policy_dir, opts.root)
@@ -176,7 +176,7 @@ class _Run:
     # -- stages ---------------------------------------------------------------------------
 
     def load(self, raw: list[tuple[str, bytes, bool]]) -> tuple[Any, list[Diagnostic]]:
-        from compiler.load import PolicySources, SourceFile, load_text
+        from compiler.load.source import PolicySources, SourceFile, load_text
 
         fleet: SourceFile | None = None
         teams: list[SourceFile] = []
@@ -208,7 +208,7 @@ class _Run:
         """A file's position tables, read when a diagnostic first needs them (or re-parsed, if
         the entry was pruned meanwhile)."""
         def get() -> Any:
-            from compiler.load import load_text
+            from compiler.load.source import load_text
 
             hit = self.store.get("pos", key)
             if hit is None:
@@ -254,14 +254,14 @@ class _Run:
 
     def lower_verify_emit(self, policy: Any, raw: dict[str, bytes], diags: list[Diagnostic],
                           work: Pending) -> dict[str, Any] | None:
-        from compiler.codeowners import render_codeowners
-        from compiler.emit import render_manifest
-        from compiler.gitops_report import argocd_reports
-        from compiler.inventory import Inventory
+        from compiler.report.codeowners import render_codeowners
+        from compiler.emit.tree import render_manifest
+        from compiler.report.gitops import argocd_reports
+        from compiler.model.inventory import Inventory
         from compiler.lower import lower_cluster, lower_delivery, lower_team
-        from compiler.manifest import Manifest
-        from compiler.multikueue import check_manifests
-        from compiler.schemas import render_schemas
+        from compiler.model.manifest import Manifest
+        from compiler.policy.multikueue_topology import check_manifests
+        from compiler.model.schemas import render_schemas
 
         opts = self.opts
         base = list(diags)  # load and schema diagnostics
@@ -344,7 +344,7 @@ class _Run:
                 "stats": stats_sum(stats) if opts.verify else {}}
 
     def new_unit(self, policy: Any, key: str, flat: list[Any], inventory: Inventory) -> dict[str, Any] | None:
-        from compiler.emit import render_manifest
+        from compiler.emit.tree import render_manifest
         from compiler.verify.lines import add_lines
 
         diags: list[Diagnostic] = []
@@ -367,7 +367,7 @@ class _Run:
 
     def verifier(self, policy: Any) -> Callable[[list[Any]], Any]:
         from compiler.verify import verify
-        from compiler.verify_stage import _registry
+        from compiler.verify.run import _registry
 
         registry = _registry(str(self.opts.crds.resolve()))
         versions = {c.name: c.kubernetes_version for c in policy.fleet.spec.clusters}
@@ -376,7 +376,7 @@ class _Run:
     def verify_shared(self, policy: Any, fresh: list[Any], rendered: dict[str, bytes],
                       stats: list[tuple[Any, ...]]) -> list[Diagnostic] | None:
         """Cluster and ArgoCD objects, one at a time, through a table keyed by their content."""
-        from compiler import kueue_config
+        from compiler.verify import kueue_config
         from compiler.lower.kueue import manager_config
         from compiler.verify.lines import add_lines
 

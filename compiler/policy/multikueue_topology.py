@@ -22,11 +22,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator, Sequence
 
-from compiler.classes import GpuClass
+from compiler.policy.classes import GpuClass
 from compiler.diagnostics import Diagnostic, Location, Severity
-from compiler.inventory import Inventory
+from compiler.model.inventory import Inventory
 from compiler.model.fleet import Cluster
-from compiler.policy import Policy
+from compiler.policy.graph import Policy
 from compiler.rules import define
 
 CONTROLLER = "kueue.x-k8s.io/multikueue"
