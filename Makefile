@@ -18,7 +18,10 @@ $(STAMP): $(BIN)/python $(SOURCES)
 build: $(STAMP)
 	$(BIN)/gpupolicy build
 
+# Lint and types first (seconds), then the suite.
 test: $(STAMP)
+	$(BIN)/ruff check compiler tests bench
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest
 
 check: $(STAMP)
@@ -29,6 +32,9 @@ schema: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy
+
+lint: $(STAMP)
+	$(BIN)/ruff check compiler tests bench
 
 # Property-based fuzzing with a large example count; runs as long as it needs.
 fuzz: $(STAMP)

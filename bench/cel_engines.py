@@ -238,8 +238,8 @@ def _compiles(compile_: Callable[[str], Any], expr: str) -> bool:
 
 def bench_schema_backends(crds: Path) -> None:
     from compiler.verify import CrdRegistry
-    from compiler.verify.structural import to_json_schema
     from compiler.verify.jsonschema_backend import compile_validator
+    from compiler.verify.structural import to_json_schema
 
     entry = CrdRegistry.load(crds).get("kueue.x-k8s.io", "ClusterQueue")
     if entry is None:

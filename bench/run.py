@@ -72,7 +72,8 @@ def in_process(root: Path, crds: Path) -> dict[str, Any]:
     import yaml
 
     from compiler.emit.tree import write_tree
-    from compiler.pipeline import Options, compile_policies
+    from compiler.pipeline.options import Options
+    from compiler.pipeline.run import compile_policies
 
     gc.disable()  # as the CLI runs (compiler.cli.main.entrypoint)
     opts = Options(root=root, policy_dir=root / "policies", out_dir=root / "out", crds=crds, verify=True)

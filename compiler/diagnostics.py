@@ -2,15 +2,18 @@
 
 Stages never print or exit; they return ``Diagnostic`` lists. The CLI sorts them, renders them
 in the requested format and decides the exit code once (see ``exit_code``).
+
+A ``Rule`` is what a diagnostic cites: declared with ``define`` in the module that emits it, its
+check attached with ``@checks``; ``compiler.rules`` is the registry of them all.
 """
 
 from __future__ import annotations
 
 import difflib
-
 import enum
+import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable, TypeVar
 
 
 class Severity(str, enum.Enum):
@@ -50,6 +53,89 @@ class Diagnostic:
     def sort_key(self) -> tuple[str, int, int, str, str]:
         loc = self.location or Location("")
         return (loc.file, loc.line, loc.col, self.code, self.message)
+
+
+# -- rules: what a diagnostic cites ---------------------------------------------------------------
+
+AREAS = ("LOAD", "SCHEMA", "FLEET", "KUEUE", "MIG", "DRA", "SERVE", "ADM", "GITOPS", "VERIFY")
+RULE_ID = re.compile(r"^(%s)\d{3}$" % "|".join(AREAS))
+
+
+class Scope(str, enum.Enum):
+    """What a rule reads, hence when its verdict can change (and what a cache may key it on)."""
+
+    FILE = "file"  # one policy file alone: loading, schema
+    FLEET = "fleet"  # fleet.yaml and what derives from it (GPU classes, catalog); no team
+    TEAM = "team"  # one team file against the fleet: its check is called as check(policy, team)
+    POLICY = "policy"  # the fleet and every team together: cross-team claims, the allocation
+    OUTPUT = "output"  # the rendered objects (lowered manifests, verify)
+
+
+Check = Callable[..., Iterable["Diagnostic"]]
+F = TypeVar("F", bound=Check)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: a stable ID ``<AREA><3 digits>`` (SPEC §9), a one-line summary, PASS/FAIL examples,
+    its scope and, for a semantic rule, the check that emits it (attached with ``@checks(rule)``)."""
+
+    id: str
+    summary: str
+    passing: str  # a YAML (or prose) example that passes
+    failing: str  # a YAML (or prose) example that fails
+    severity: Severity
+    scope: Scope
+    check: Check | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not RULE_ID.match(self.id):
+            raise ValueError(f"rule ID {self.id!r} is not <AREA><3 digits>")
+
+    @property
+    def area(self) -> str:
+        return self.id[:-3]
+
+    def diag(
+        self,
+        message: str,
+        location: Location | None = None,
+        *,
+        hint: str | None = None,
+        path: str | None = None,
+        severity: Severity | None = None,
+    ) -> Diagnostic:
+        return Diagnostic(
+            code=self.id,
+            message=message,
+            location=location,
+            severity=severity or self.severity,
+            hint=hint,
+            path=path,
+        )
+
+
+def define(
+    id: str, summary: str, passing: str, failing: str, severity: Severity = Severity.ERROR, *, scope: Scope
+) -> Rule:
+    """A rule, declared in the module that emits it; ``compiler.rules`` collects every module's ``RULES``."""
+    return Rule(id, summary, passing, failing, severity, scope)
+
+
+def checks(*rules: Rule) -> Callable[[F], F]:
+    """Declare ``fn`` as the check of ``rules`` (one rule, as a rule; several only while a check is
+    not split yet). ``compiler.validate.driver`` runs it by the rules' scope."""
+
+    def attach(fn: F) -> F:
+        for rule in rules:
+            if rule.check is not None:
+                raise ValueError(f"rule {rule.id} already has a check ({rule.check.__name__})")
+            if rule.scope is not rules[0].scope:
+                raise ValueError(f"a check's rules share one scope: {rule.id} is {rule.scope.value}")
+            object.__setattr__(rule, "check", fn)  # declared once, at import; compare=False keeps the hash
+        return fn
+
+    return attach
 
 
 def sort_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:

@@ -6,9 +6,13 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from compiler.diagnostics import Diagnostic
+from compiler.rules import all_rules
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("GPUPOLICY_SHARED", REPO.parent / "shared"))
@@ -72,3 +76,28 @@ def demo_repo(tmp_path: Path) -> Path:
         (root / ".github").mkdir()
         shutil.copy(REPO / ".github" / "CODEOWNERS", root / ".github" / "CODEOWNERS")
     return root
+
+
+# -- every diagnostic cites a registered rule ---------------------------------------------------------
+REGISTERED_IDS = frozenset(all_rules())
+UNREGISTERED: list[str] = []  # rule IDs of diagnostics created during the current test and not registered
+
+
+@pytest.fixture(autouse=True)
+def only_registered_rule_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fails any test during which a ``Diagnostic`` is created with a rule ID that ``compiler.rules``
+    does not list (the test would pass while ``gpupolicy rules`` could not explain the ID)."""
+    init = Diagnostic.__init__
+
+    def checked(self: Diagnostic, *args: object, **kwargs: object) -> None:
+        init(self, *args, **kwargs)  # type: ignore[arg-type]
+        if self.code not in REGISTERED_IDS:
+            UNREGISTERED.append(self.code)
+
+    monkeypatch.setattr(Diagnostic, "__init__", checked)
+    start = len(UNREGISTERED)
+    yield
+    found = sorted(set(UNREGISTERED[start:]))
+    del UNREGISTERED[start:]
+    assert not found, f"diagnostics cite unregistered rule IDs {found}: declare them in the module that emits " \
+                      "them and list them in its RULES (see compiler/rules.py)"

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import CRDS, REPO
+from helpers import policy_at
 
 from compiler.model.manifest import Manifest
 from compiler.policy.graph import Policy
-from conftest import CRDS, REPO
-from helpers import policy_at
 
 FLEET_HEAD = """\
 apiVersion: gpupolicy.dev/v1alpha1

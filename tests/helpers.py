@@ -5,13 +5,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from conftest import CRDS, REPO
+
 from compiler.diagnostics import Diagnostic
 from compiler.load.source import load_policy_dir
+from compiler.pipeline.options import Options
+from compiler.pipeline.run import Result, compile_policies
 from compiler.policy.graph import Policy
 from compiler.validate import build_policy
-from compiler.pipeline import Options, Result, compile_policies
-
-from conftest import CRDS, REPO
 
 
 def policy_at(root: Path) -> tuple[Policy | None, list[Diagnostic]]:

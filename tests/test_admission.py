@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REPO
+from helpers import copy_demo, mutate, policy_at
 
 from compiler.cel import compile_expr
 from compiler.lower.admission import ACTIONS, lower_admission
 from compiler.lower.namespaces import lower_team_namespaces
 from compiler.policy.graph import Policy
 from compiler.verify.vap import Decision, admit, evaluate
-from conftest import REPO
-from helpers import copy_demo, mutate, policy_at
 
 DATA = {"gpupolicy.dev/team": "nlp", "gpupolicy.dev/model": "llama-3.1-70b", "gpupolicy.dev/data-class": "pii"}
 QUEUED = {**DATA, "kueue.x-k8s.io/queue-name": "nlp"}

@@ -9,19 +9,19 @@ from typing import Any
 
 import pytest
 import yaml
-
-from compiler.model.inventory import Inventory
-from compiler.report.codeowners import render_codeowners
-from compiler.lower import lower
-from compiler.lower.admission import lower_admission
-from compiler.lower.attribution import attribution_report, dcgm_attribution_values
-from compiler.lower.kueue import manager_config
-from compiler.lower.rbac import lower_team_rbac
-from compiler.model.manifest import Manifest
-from compiler.policy.graph import Policy
 from conftest import CRDS, REPO
 from helpers import compile_dir, copy_demo, find, line_of, mutate, policy_at
 
+from compiler.lower import lower
+from compiler.lower.admission import lower_admission
+from compiler.lower.attribution import dcgm_attribution_values
+from compiler.lower.rbac import lower_team_rbac
+from compiler.model.inventory import Inventory
+from compiler.model.manifest import Manifest
+from compiler.policy.graph import Policy
+from compiler.policy.kueue_manager import manager_config
+from compiler.report.attribution import attribution_report
+from compiler.report.codeowners import render_codeowners
 
 load = policy_at
 

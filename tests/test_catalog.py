@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 import yaml
+from conftest import gpu_data_dir
 from pydantic import ValidationError
 
 from compiler.catalog import (
@@ -20,7 +20,6 @@ from compiler.catalog import (
     normalize_pci_id,
 )
 from compiler.catalog.model import DNS1123_LABEL, PROFILE_NAME
-from conftest import gpu_data_dir
 
 REQUIRED = ("a30", "a100-40gb", "a100-80gb", "h100-80gb", "h100-nvl", "h200", "gh200", "b200", "l4", "l40s")
 ARCHITECTURES = {"Ampere", "Hopper", "Blackwell", "Ada Lovelace"}

@@ -9,12 +9,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import REPO, run_cli
 
-from compiler.tools.diff_flags import find_flags
-from compiler.tools.diff_render import MARKER
 from compiler.lower.common import obj
 from compiler.model.manifest import Manifest
-from conftest import REPO, run_cli
+from compiler.tools.diff_flags import find_flags
+from compiler.tools.diff_render import MARKER
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from compiler.dra import dra_report
-from compiler.lower.kueue import manager_config
-from compiler.verify import verify
-from helpers import compile_dir, copy_demo
 from conftest import REPO
+from helpers import compile_dir, copy_demo
+
+from compiler.policy.kueue_manager import manager_config
+from compiler.report.dra import dra_report
+from compiler.verify import verify
 
 H100 = ("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu' && "
         "device.attributes['gpu.nvidia.com'].productName in ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 PCIe'] && "

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from compiler.catalog import builtin_catalog
-from compiler.policy.classes import derive_classes
 from compiler.dra import DRIVER_CLASSES, class_selector, cluster_inventory, evaluate_class, resource_slice
-from compiler.model.manifest import Manifest
 from compiler.model.fleet import Cluster
+from compiler.model.manifest import Manifest
+from compiler.policy.classes import derive_classes
 from compiler.verify import verify
 
 CATALOG = builtin_catalog()

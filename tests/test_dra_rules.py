@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from compiler.verify.dra_claims import claim_problems
-from compiler.lower.dra import lower_device_classes
-from compiler.lower.kueue import manager_config
 from helpers import compile_dir, copy_demo, find, line_of, mutate, policy_at
+
+from compiler.lower.dra import lower_device_classes
+from compiler.policy.kueue_manager import manager_config
+from compiler.verify.dra_claims import claim_problems
 
 ANCHOR = "systemNamespaces: [gpu-operator, kueue-system, argocd, monitoring]\n"
 A = "device.attributes['gpu.nvidia.com']"

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 import compiler.emit.tree as emit
 from compiler.emit.tree import read_tree, write_tree
-from conftest import REPO
 
 
 def test_write_tree_replaces_and_prunes(tmp_path: Path) -> None:
@@ -69,7 +69,8 @@ def _build_hash(root: Path, seed: str, reverse: bool) -> dict[str, bytes]:
         "        files, diags = orig(d, r)\n"
         "        return list(reversed(files)), diags\n"
         "    L.discover = rev\n"
-        "from compiler.pipeline import Options, compile_policies\n"
+        "from compiler.pipeline.options import Options\n"
+        "from compiler.pipeline.run import compile_policies\n"
         "root = Path(sys.argv[1])\n"
         "res = compile_policies(Options(root=root, policy_dir=root/'policies', out_dir=root/'out', verify=False))\n"
         "import hashlib\n"

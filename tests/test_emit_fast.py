@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REPO
+from helpers import compile_dir, copy_demo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import compiler.load.source as load
-from compiler.emit.tree import _FAST, dump_yaml, render_tree
 from compiler.emit.fast import Unsupported
 from compiler.emit.jsonfast import dumps_sorted_indent2
-from conftest import REPO
-from helpers import compile_dir, copy_demo
+from compiler.emit.tree import _FAST, dump_yaml, render_tree
 
 EXAMPLES = int(os.environ.get("GPUPOLICY_FUZZ_EXAMPLES", "300"))
 GOLDEN = REPO / "tests" / "golden"

@@ -9,6 +9,7 @@ import random
 from typing import Any
 
 import yaml
+from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +18,6 @@ from compiler.emit.tree import render_tree
 from compiler.load.source import load_sources
 from compiler.lower import lower
 from compiler.validate import build_policy
-from conftest import REPO
 
 LARGE = int(os.environ.get("GPUPOLICY_FUZZ_EXAMPLES", "0"))
 EXAMPLES = LARGE or 25

@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 import yaml
+from helpers import compile_dir, copy_demo, find, line_of, mutate
 
-from compiler.model.inventory import Inventory
 from compiler.lower.argocd import lower_argocd
 from compiler.lower.charts import dra_driver_values
 from compiler.lower.common import obj
 from compiler.lower.gpu_operator import gpu_operator_values
-from compiler.lower.kueue import manager_config
+from compiler.model.inventory import Inventory
 from compiler.model.manifest import Manifest
-from compiler.pipeline import Result
-from helpers import compile_dir, copy_demo, find, line_of, mutate
+from compiler.pipeline.run import Result
+from compiler.policy.kueue_manager import manager_config
 
 
 @pytest.fixture(scope="module")

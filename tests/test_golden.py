@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import compile_dir
 
 from compiler.emit.tree import diff_tree, read_tree, render_tree
-from helpers import compile_dir
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "policies").is_dir()) if GOLDEN.is_dir() else []

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 import yaml
+from gpu_helpers import build, chart_defaults, demo, verify_ok, write_fleet
+from helpers import copy_demo, mutate, policy_at
 
 from compiler.catalog import builtin_catalog
-from compiler.policy.classes import device_plugin_resource
 from compiler.lower.gpu_operator import (
     DEVICE_PLUGIN_CONFIGMAP,
     MIG_PARTED_CONFIGMAP,
@@ -21,11 +22,10 @@ from compiler.lower.gpu_operator import (
     sharing_digest,
 )
 from compiler.lower.gpu_operator_chart import ChartValuesError, render_cluster_policy
-from compiler.model.manifest import Manifest
 from compiler.mig import check_pool_layout
+from compiler.model.manifest import Manifest
+from compiler.policy.classes import device_plugin_resource
 from compiler.policy.graph import Policy
-from gpu_helpers import build, chart_defaults, demo, verify_ok, write_fleet
-from helpers import copy_demo, mutate, policy_at
 
 FULL = "version: v1\nflags:\n  migStrategy: none\n"
 MIG = "version: v1\nflags:\n  migStrategy: mixed\n"
@@ -244,7 +244,7 @@ def test_custom_config_layouts_are_valid(tmp_path: Path) -> None:
 
 
 def test_every_labelled_layout_is_in_custom_config(tmp_path: Path) -> None:
-    from compiler.lower.nodecontract import pool_contracts
+    from compiler.policy.node_contract import pool_contracts
 
     p = build(write_fleet(tmp_path, MIG_DEVICES))
     configs = mig_parted_config(p, "c1")
@@ -348,7 +348,7 @@ def test_mig_resource_names_follow_the_device_plugin() -> None:
 
 def test_dra_cluster(tmp_path: Path) -> None:
     """DRA: no device plugin (and no config for it); MIG Manager still owns the MIG layout."""
-    from compiler.lower.nodecontract import pool_contracts
+    from compiler.policy.node_contract import pool_contracts
 
     pools = MIG_DEVICES + MPS.split("- name: l4-ts")[0]
     p = build(write_fleet(tmp_path, pools, kube="1.34", dra=True))
@@ -363,7 +363,7 @@ def test_dra_cluster(tmp_path: Path) -> None:
 
 
 def test_custom_layout_names_fit_a_label_value() -> None:
-    from compiler.lower.nodecontract import custom_layout_name
+    from compiler.policy.node_contract import custom_layout_name
 
     assert custom_layout_name("a100-mixed") == "gpupolicy-a100-mixed"
     long_a, long_b = "a" * 60 + "-x1", "a" * 60 + "-x2"

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from conftest import REPO, gpupolicy_exe, run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hooks"

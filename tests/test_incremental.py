@@ -1,4 +1,4 @@
-"""Incremental check/build (compiler.cache.incremental, .gpupolicy-cache/) == the full pipeline: after
+"""The pipeline with the on-disk store (.gpupolicy-cache/) == the pipeline with an empty store: after
 an edit of one team, of the fleet, after adding and removing a team, after deleting the cache,
 on the demo and on every golden case; and the CLI around it."""
 
@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import CRDS, REPO, run_cli
+from helpers import copy_demo, mutate
 
 from compiler.cache.store import CACHE_DIRNAME, Store, content_digest, scan_tree
 from compiler.diagnostics import sort_diagnostics
 from compiler.emit.tree import read_tree, write_tree
-from compiler.cache.incremental import Output, compile_incremental, from_result
-from compiler.pipeline import Options, compile_policies
-from conftest import CRDS, REPO, run_cli
-from helpers import copy_demo, mutate
+from compiler.pipeline.options import Options
+from compiler.pipeline.run import Result, compile_policies
 
 GOLDEN = REPO / "tests" / "golden"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "policies").is_dir())
@@ -29,20 +29,19 @@ def _opts(root: Path, verify: bool = True) -> Options:
                    crds=CRDS if verify else None, strict=False, verify=verify)
 
 
-def _same(inc: Output, full: Output) -> None:
+def _same(inc: Result, full: Result) -> None:
     assert [str(d) for d in sort_diagnostics(inc.diagnostics)] == [str(d) for d in sort_diagnostics(full.diagnostics)]
     assert inc.failed == full.failed
     assert inc.out_digests == full.out_digests
     assert inc.repo_files == full.repo_files
     assert (inc.n_objects, inc.verify_stats) == (full.n_objects, full.verify_stats)
-    assert inc.fetch is not None and full.fetch is not None
     for rel in inc.out_digests:  # the bytes behind the digests, from the cache's blobs
-        assert content_digest(inc.fetch(rel)) == inc.out_digests[rel], rel
+        assert content_digest(inc.out_files[rel]) == inc.out_digests[rel], rel
 
 
-def _check(root: Path, expect: str, verify: bool = True) -> Output:
-    inc = compile_incremental(_opts(root, verify))
-    _same(inc, from_result(compile_policies(_opts(root, verify))))
+def _check(root: Path, expect: str, verify: bool = True) -> Result:
+    inc = compile_policies(_opts(root, verify), Store(root))
+    _same(inc, compile_policies(_opts(root, verify)))
     assert inc.cached == expect, inc.cached
     return inc
 
@@ -178,9 +177,9 @@ def test_store_survives_corrupt_entries(tmp_path: Path) -> None:
 
 def test_inventories_merge_to_the_whole() -> None:
     """A unit's stored inventory, merged with the others', says what the whole output's does."""
-    from compiler.model.inventory import Inventory
-    from compiler.lower import lower_all
     from compiler.load.source import load_policy_dir
+    from compiler.lower import lower_all
+    from compiler.model.inventory import Inventory
     from compiler.validate import build_policy
 
     sources, _ = load_policy_dir(REPO / "policies", REPO)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from compiler.tools.job_admission import admit, parse_shape
-from compiler.verify.kueue_config import problems
-from compiler.lower.kueue import manager_config
 from conftest import CRDS, REPO
 from helpers import compile_dir, copy_demo, line_of, mutate
+
+from compiler.policy.kueue_manager import manager_config
+from compiler.tools.job_admission import admit, parse_shape
+from compiler.verify.kueue_config import problems
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import compile_dir, copy_demo
 
 import compiler.validate as validate
-from helpers import compile_dir, copy_demo
 
 
 def test_too_many_teams(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

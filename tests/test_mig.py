@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import pytest
-
 import yaml
+from conftest import gpu_data_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +28,6 @@ from compiler.mig import (
 )
 from compiler.mig.rules import MigProblem
 from compiler.rules import get
-from conftest import gpu_data_dir
 
 CATALOG = builtin_catalog()
 MIG_MODELS = [m for m in CATALOG if m.mig]

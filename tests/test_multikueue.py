@@ -6,13 +6,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from compiler.model.inventory import Inventory
-from compiler.lower.common import obj
-from compiler.model.manifest import Manifest
-from compiler.policy.multikueue_topology import check_manifests
 from helpers import compile_dir, find, line_of
 from helpers import mutate as edit
+
+from compiler.lower.common import obj
+from compiler.model.inventory import Inventory
+from compiler.model.manifest import Manifest
+from compiler.policy.multikueue_topology import check_manifests
 
 GOLDEN = Path(__file__).parent / "golden" / "multikueue" / "policies"
 
@@ -138,7 +138,7 @@ def test_manager_of_dra_workers_holds_the_templates(tmp_path: Path) -> None:
     workers = {(m.namespace, m.name) for m in res.manifests
                if m.cluster in ("east", "west") and m.kind == "ResourceClaimTemplate"}
     assert ("llm-train", "h100-80gb-8") in hub and hub <= workers
-    from compiler.lower.kueue import manager_config
+    from compiler.policy.kueue_manager import manager_config
 
     assert res.policy is not None
     mappings = manager_config(res.policy, "hub")["resources"]["deviceClassMappings"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from helpers import compile_dir, copy_demo, find, line_of, mutate
 
 # (case, file, old text, new text, rule, line needle (text on the expected line, after mutation))

@@ -8,20 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from compiler.cli.main import main
-from compiler.lower.nodecontract import (
-    GFD_PRODUCT,
-    PoolContract,
-    contract_files,
-    node_contract,
-    pool_contracts,
-)
-from compiler.lower.nodes import lower_node_pools
-from compiler.tools.node_drift import DRIFT, INFO, Finding, check_nodes, parse_nodes, render_json, render_text
-from compiler.policy.graph import Policy
 from conftest import REPO, SHARED
 from gpu_helpers import build, demo, verify_ok, write_fleet
+
+from compiler.cli.main import main
+from compiler.lower.nodes import lower_node_pools
+from compiler.policy.graph import Policy
+from compiler.policy.node_contract import GFD_PRODUCT, PoolContract, pool_contracts
+from compiler.report.node_contract import contract_files, node_contract
+from compiler.tools.node_drift import DRIFT, INFO, Finding, check_nodes, parse_nodes, render_json, render_text
 
 
 def good_node(pc: PoolContract, name: str, product: str | None = None) -> dict[str, Any]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from compiler.model.manifest import COMPONENTS, Manifest
-from compiler.verify import CrdRegistry, verify
 from conftest import REPO
 from helpers import compile_dir
+
+from compiler.model.manifest import Manifest
+from compiler.model.targets import COMPONENTS
+from compiler.verify import CrdRegistry, verify
 
 SECRET_PATTERNS = [
     re.compile(r"hf_[A-Za-z0-9]{20,}"),  # Hugging Face tokens

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import compile_dir, copy_demo, find, line_of, mutate, policy_at
 
 from compiler.diagnostics import Diagnostic, Severity
-
-from helpers import compile_dir, copy_demo, find, line_of, mutate, policy_at
 
 SECOND_ON_H200 = """
     - name: chat-small

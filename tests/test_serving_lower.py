@@ -7,8 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REPO
+from helpers import copy_demo, mutate, policy_at
 
-from compiler.lower.common import (
+from compiler.lower.kueue import lower_flavors, lower_priorities
+from compiler.lower.serving import PRIORITY_CLASS, lower_serving, lower_serving_priority
+from compiler.model.manifest import Manifest
+from compiler.policy.graph import Policy
+from compiler.policy.labels import (
     LABEL_CLASS,
     LABEL_DATA_CLASS,
     LABEL_MODEL,
@@ -18,13 +24,6 @@ from compiler.lower.common import (
     SERVING_NODE_LABEL,
     SERVING_TAINT_KEY,
 )
-from compiler.lower.kueue import lower_flavors, lower_priorities
-from compiler.lower.serving import PRIORITY_CLASS, lower_serving, lower_serving_priority
-from compiler.model.manifest import Manifest
-from compiler.policy.graph import Policy
-
-from conftest import REPO
-from helpers import copy_demo, mutate, policy_at
 
 
 def build(root: Path = REPO) -> Policy:
@@ -265,7 +264,7 @@ def pool_nodes(policy: Policy, cluster: str) -> dict[str, dict[str, Any]]:
             taints.append({"key": SERVING_TAINT_KEY, "value": p.name, "effect": "NoSchedule"})
         nodes[p.name] = {"labels": labels, "taints": taints, "serving": p.serving}
     try:
-        from compiler.lower.nodecontract import pool_contracts
+        from compiler.policy.node_contract import pool_contracts
     except ImportError:
         return nodes
     for pc in pool_contracts(policy, cluster):

@@ -4,6 +4,7 @@ architecture catalog."""
 from __future__ import annotations
 
 import pytest
+from conftest import REPO
 
 from compiler.catalog import builtin_catalog
 from compiler.load.source import load_policy_dir
@@ -22,8 +23,6 @@ from compiler.serving import (
     weight_bytes,
 )
 from compiler.validate import build_policy
-
-from conftest import REPO
 
 
 def test_weights_8b_bf16_is_16_1_gb() -> None:

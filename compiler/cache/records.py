@@ -1,45 +1,78 @@
-"""Plain-data records for ``compiler.cache.incremental``: what the cache stores for diagnostics and
-verify statistics (``marshal``-able: tuples, dicts, str, int)."""
+"""What the store keeps for the pipeline's units, as small frozen records.
+
+Each record converts to plain ``marshal``-able data (tuples, dicts, str, int, bytes) and back:
+``compiler.cache.store`` never unpickles, so loading an entry cannot run code.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from compiler.diagnostics import Diagnostic, Location, Severity
 
-def diag_out(d: Diagnostic) -> tuple[Any, ...]:
+if TYPE_CHECKING:  # importing compiler.verify costs ~0.06 s, which a warm check does not need
+    from compiler.verify.context import VerifyStats
+
+DiagRecord = tuple[Any, ...]
+StatsRecord = tuple[Any, ...]  # objects per (apiVersion, kind), then six counters
+NO_STATS: StatsRecord = ({}, 0, 0, 0, 0, 0, 0)
+
+
+def diag_out(d: Diagnostic) -> DiagRecord:
     loc = None if d.location is None else (d.location.file, d.location.line, d.location.col)
     return (d.code, d.message, loc, d.severity.value, d.hint, d.path, d.extra)
 
 
-def diag_in(t: Any) -> Diagnostic:
+def diag_in(t: DiagRecord) -> Diagnostic:
     code, message, loc, sev, hint, path, extra = t
     return Diagnostic(code, message, None if loc is None else Location(*loc), Severity(sev), hint, path,
                       tuple(tuple(x) for x in extra))
 
 
-def stats_out(stats: Any) -> tuple[Any, ...]:
+def stats_out(stats: VerifyStats) -> StatsRecord:
     return (dict(stats.objects), stats.cel_rules_evaluated, stats.transition_rules_skipped,
             stats.cel_rules_unsupported, stats.cel_skipped_invalid_objects, stats.webhook_checks,
             stats.embedded_expressions)
 
 
-def stats_sum(parts: Iterable[tuple[Any, ...]]) -> dict[str, object]:
-    from compiler.verify import VerifyStats
+@dataclass(frozen=True)
+class UnitRecord:
+    """One team unit: its objects' inventory, the digests of its files, what verify found."""
 
-    total = VerifyStats()
-    for objects, *ints in parts:
-        total.objects.update(Counter(objects))
-        total.cel_rules_evaluated += ints[0]
-        total.transition_rules_skipped += ints[1]
-        total.cel_rules_unsupported += ints[2]
-        total.cel_skipped_invalid_objects += ints[3]
-        total.webhook_checks += ints[4]
-        total.embedded_expressions += ints[5]
-    return total.as_dict()
+    inventory: tuple[Any, ...]  # compiler.model.inventory.Inventory.to_record()
+    files: dict[str, str]  # out/-relative path -> content digest
+    diags: list[DiagRecord]
+    stats: StatsRecord
+
+    def plain(self) -> tuple[Any, ...]:
+        return (self.inventory, self.files, self.diags, self.stats)
+
+    @classmethod
+    def of(cls, value: Any) -> UnitRecord:
+        return cls(*value)
 
 
-def failed_record(diags: list[Diagnostic], stats: dict[str, object]) -> dict[str, Any]:
-    return {"diags": [diag_out(d) for d in diags], "failed": True, "units": [], "inline": {}, "glob": "",
-            "repo": {}, "n": 0, "stats": stats}
+@dataclass(frozen=True)
+class RunRecord:
+    """A whole run, keyed by every input: an unchanged tree is answered from this alone."""
+
+    diags: list[DiagRecord]
+    failed: bool
+    units: list[str]  # keys of the team units, in order
+    inline: dict[str, str]  # digests of the files rendered outside units
+    glob: str  # the blob key holding those files' bytes
+    repo: dict[str, bytes]  # CODEOWNERS, schemas/
+    n: int  # objects
+    stats: dict[str, object]  # verify statistics
+
+    def plain(self) -> tuple[Any, ...]:
+        return (self.diags, self.failed, self.units, self.inline, self.glob, self.repo, self.n, self.stats)
+
+    @classmethod
+    def of(cls, value: Any) -> RunRecord:
+        return cls(*value)
+
+    @classmethod
+    def failure(cls, diags: list[Diagnostic], stats: dict[str, object] | None = None) -> RunRecord:
+        return cls([diag_out(d) for d in diags], True, [], {}, "", {}, 0, stats or {})

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 CACHE_DIRNAME = ".gpupolicy-cache"
-FORMAT = "gpupolicy-cache-1"
+FORMAT = "gpupolicy-cache-2"
 # Files modified this close to when the out/ state was recorded are re-read: their mtime may not
 # have ticked since (the "racy git" problem; ext4 mtimes move in jiffies).
 RACY_NS = 100_000_000
@@ -142,6 +142,23 @@ class Store:
                     os.unlink(path)
                 except OSError:
                     pass
+
+
+class NullStore(Store):
+    """The empty store: nothing is found, nothing is kept (``validate``, ``--no-cache``, diff and
+    the in-memory builds of tests and benchmarks). The pipeline computes every unit."""
+
+    def __init__(self) -> None:
+        self.used = set()
+
+    def get(self, kind: str, key: str) -> Any | None:
+        return None
+
+    def put(self, kind: str, key: str, value: Any, *, compress: bool = False) -> None:
+        pass
+
+    def prune(self, kinds: Iterable[str], keep_factor: int = 2) -> None:
+        pass
 
 
 _STAT = struct.Struct("<qqQ")  # size, mtime (ns), inode: what a file's state entry starts with

@@ -19,12 +19,13 @@ from compiler.diagnostics import (
 )
 from compiler.load.paths import display_path
 
-# Stage modules are imported inside the commands: a cached `check` needs none of them.
+# The pipeline and the tools are imported inside the commands: `rules`, `--help` and usage errors
+# need none of them (~0.3 s of imports, most of a small command's start-up).
 if TYPE_CHECKING:
-    from compiler.pipeline import Options, Result
     from compiler.cache.store import Store
-    from compiler.cache.incremental import Output
-    from compiler.emit.outputs import TreeScan
+    from compiler.cli.out_tree import TreeScan
+    from compiler.pipeline.options import Options
+    from compiler.pipeline.run import Result
 
 
 def _print_diags(diags: list[Diagnostic], opts: Options, ns: argparse.Namespace) -> None:
@@ -34,7 +35,7 @@ def _print_diags(diags: list[Diagnostic], opts: Options, ns: argparse.Namespace)
 
 
 def _compile(opts: Options, ns: argparse.Namespace, *, verify: bool | None = None) -> Result:
-    from compiler.pipeline import compile_policies
+    from compiler.pipeline.run import compile_policies
 
     if verify is not None:
         opts.verify = verify and opts.verify
@@ -45,24 +46,23 @@ def _compile(opts: Options, ns: argparse.Namespace, *, verify: bool | None = Non
 
 def cmd_validate(opts: Options, ns: argparse.Namespace) -> int:
     res = _compile(opts, ns)
-    return exit_code(res.diagnostics, strict=opts.strict) if res.policy else EXIT_POLICY
+    return EXIT_POLICY if res.policy is None else exit_code(res.diagnostics, strict=opts.strict)
 
 
 def _compile_cached(opts: Options, ns: argparse.Namespace, *, writing: bool = False
-                    ) -> tuple[Output, Store | None, TreeScan]:
-    """check and build: the incremental engine (compiler.cache.incremental) unless --no-cache, with
-    out/ scanned meanwhile (compiler.emit.outputs). ``check`` never writes outside the cache."""
+                    ) -> tuple[Result, Store | None, TreeScan]:
+    """check and build: the pipeline with the on-disk store unless --no-cache, with out/ scanned
+    meanwhile (compiler.cli.out_tree). ``check`` never writes outside the cache."""
     from compiler.cache.store import Store
+    from compiler.cli.out_tree import TreeScan
     from compiler.emit.tree import recover
-    from compiler.cache.incremental import compile_incremental, from_result
-    from compiler.emit.outputs import TreeScan
-    from compiler.pipeline import compile_policies
+    from compiler.pipeline.run import compile_policies
 
     store = None if getattr(ns, "no_cache", False) else Store(opts.root)
     if writing:
         recover(opts.out_dir)  # finish a swap a killed build left half done before looking at out/
     scan = TreeScan(opts.out_dir, store)
-    out = from_result(compile_policies(opts)) if store is None else compile_incremental(opts)
+    out = compile_policies(opts, store)
     _print_diags(out.diagnostics, opts, ns)
     if os.environ.get("GPUPOLICY_TIMINGS"):  # bench/: where an incremental run spends its time
         print("gpupolicy: timings " + " ".join(f"{k}={v:.3f}" for k, v in out.timings.items()), file=sys.stderr)
@@ -70,7 +70,7 @@ def _compile_cached(opts: Options, ns: argparse.Namespace, *, writing: bool = Fa
 
 
 def cmd_build(opts: Options, ns: argparse.Namespace) -> int:
-    from compiler.emit.outputs import write
+    from compiler.cli.out_tree import write
 
     out, store, scan = _compile_cached(opts, ns, writing=True)
     code = exit_code(out.diagnostics, strict=opts.strict)
@@ -78,13 +78,12 @@ def cmd_build(opts: Options, ns: argparse.Namespace) -> int:
         scan.result()  # reap the child
         print("gpupolicy: build failed; out/ left unchanged", file=sys.stderr)
         return EXIT_POLICY
-    from compiler.cache.incremental import CacheEntryMissing, from_result
-    from compiler.pipeline import compile_policies
+    from compiler.pipeline.run import CacheEntryMissing, compile_policies
 
     try:
         changed = write(scan, opts.root, out, store)
     except CacheEntryMissing:  # another process pruned the cache meanwhile: render everything
-        out = from_result(compile_policies(opts))
+        out = compile_policies(opts)
         changed = write(scan, opts.root, out, None)
     print(f"gpupolicy: {out.n_objects} objects in {len(out.out_digests)} files "
           f"({'updated' if changed else 'unchanged'})", file=sys.stderr)
@@ -100,7 +99,7 @@ def _print_verify_stats(st: dict[str, object]) -> None:
 
 
 def cmd_check(opts: Options, ns: argparse.Namespace) -> int:
-    from compiler.emit.outputs import stale as stale_outputs
+    from compiler.cli.out_tree import stale as stale_outputs
 
     out, store, scan = _compile_cached(opts, ns)
     code = exit_code(out.diagnostics, strict=opts.strict)
@@ -140,8 +139,8 @@ def cmd_report(opts: Options, ns: argparse.Namespace) -> int:
 
 
 def cmd_explain(opts: Options, ns: argparse.Namespace) -> int:
-    from compiler.tools.job_admission import admit, parse_shape
     from compiler.tools.explain import explain_team
+    from compiler.tools.job_admission import admit, parse_shape
 
     res = _compile(opts, ns, verify=False)
     if res.policy is None or exit_code(res.diagnostics) != EXIT_OK:
@@ -175,7 +174,14 @@ def cmd_nodes(opts: Options, ns: argparse.Namespace) -> int:
     import json
 
     from compiler.load.source import load_policy_dir
-    from compiler.tools.node_drift import NodesInputError, check_nodes, parse_nodes, pool_guesses, render_json, render_text
+    from compiler.tools.node_drift import (
+        NodesInputError,
+        check_nodes,
+        parse_nodes,
+        pool_guesses,
+        render_json,
+        render_text,
+    )
     from compiler.validate import build_policy
 
     try:

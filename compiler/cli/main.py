@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from compiler.diagnostics import EXIT_USAGE, UsageError
-from compiler.pipeline import Options, default_crds
+from compiler.pipeline.options import Options, default_crds
 
 
 class _Parser(argparse.ArgumentParser):

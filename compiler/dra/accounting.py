@@ -19,22 +19,15 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from compiler.model.fleet import Cluster, MigCut
+from compiler.model.fleet import Cluster
+from compiler.policy.cuts import mig_cut
 from compiler.policy.graph import Policy
-
-DEFAULT_KUEUE = "v0.19.2"  # SPEC §9 pinned default
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+from compiler.policy.versions import declared_dra_driver, kueue_version, version_tuple
 
 # Kubernetes feature gates that matter here: first minor where each is on by default.
 K8S_DEFAULT_ON = {"DRAExtendedResource": 36, "DRAPartitionableDevices": 36, "DRAConsumableCapacity": 36}
-
-
-def version_tuple(text: str | None) -> tuple[int, int, int] | None:
-    m = _VERSION.match(text or "")
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
 
 
 def kube_minor(cluster: Cluster) -> int:
@@ -58,14 +51,6 @@ def dra_counts(cluster: Cluster) -> bool:
 
 def _manager(cluster: Cluster) -> bool:
     return cluster.multikueue is not None and cluster.multikueue.role == "manager"
-
-
-def kueue_version(policy: Policy, cluster: Cluster) -> str:
-    return cluster.versions.kueue or policy.fleet.spec.versions.kueue or DEFAULT_KUEUE
-
-
-def driver_version(policy: Policy, cluster: Cluster) -> str | None:
-    return cluster.versions.dra_driver or policy.fleet.spec.versions.dra_driver
 
 
 def k8s_gate(cluster: Cluster, gate: str) -> bool:
@@ -123,7 +108,7 @@ def decide(policy: Policy, cluster: Cluster) -> Accounting:
                if not ext_k8s else f"Kueue {kueue} is older than v0.19")
         reasons.append(f"extendedResourceName: not set ({why})")
     dyn = cluster.feature_gates.dra_driver.get("DynamicMIG", False)
-    drv = driver_version(policy, cluster)
+    drv = declared_dra_driver(policy, cluster)
     missing = []
     if kube_minor(cluster) < 35:
         missing.append(f"{k8s} < 1.35")
@@ -135,7 +120,7 @@ def decide(policy: Policy, cluster: Cluster) -> Accounting:
         missing.append(f"DRA driver {drv or '(unpinned)'} has no DynamicMIG")
     if kv < (0, 19, 0):
         missing.append(f"Kueue {kueue} < v0.19")
-    static_mig = [p.name for p in cluster.pools if isinstance(p.cut, MigCut)]
+    static_mig = [p.name for p in cluster.pools if mig_cut(p.cut) is not None]
     if missing:
         reasons.append("counter-based MIG quota: not used (" + "; ".join(missing) + ")")
     else:

@@ -37,11 +37,11 @@ from typing import Any, Iterator, Mapping
 
 from compiler.catalog import Catalog, GpuModel
 from compiler.catalog.model import MigProfile
-from compiler.policy.classes import class_id, pool_units
-from compiler.cache.memo import per_policy
 from compiler.mig import lookup_profile, pack
 from compiler.mig.check import ProfileMatch
-from compiler.model.fleet import Cluster, MigCut, NodePool
+from compiler.model.fleet import Cluster, NodePool
+from compiler.policy.cuts import cut_mode
+from compiler.policy.memo import per_policy
 from compiler.policy.partition import pool_mig_devices
 
 DRIVER = "gpu.nvidia.com"
@@ -227,17 +227,18 @@ def pool_devices(cluster: Cluster, pool: NodePool, catalog: Catalog, node: int =
         return [], f"unknown GPU model {pool.model!r}"
     mig: list[dict[str, int]] | None = None
     owners: dict[str | None, str] = {}
-    if isinstance(pool.cut, MigCut):
+    mode = cut_mode(pool.cut)
+    if mode.mig(pool.cut) is not None:
         devices, problems, _ = pool_mig_devices(pool, catalog)
         if devices is None or any(p.severity.value == "error" for p in problems):
             return [], "its MIG layout does not resolve (see the MIG diagnostics)"
         mig = devices
         for profiles in devices:
             for p in profiles:
-                owners[p] = class_id(pool.model, "mig", profile=p)
+                owners[p] = mode.class_id(pool.model, p, None)
     else:
-        (cut, _, replicas, _), = pool_units(pool, None)
-        owners[None] = class_id(pool.model, cut, replicas=replicas)
+        (unit,) = mode.units(pool, None)
+        owners[None] = mode.class_id(pool.model, unit.profile, unit.replicas)
     return _node_devices(cluster.name, pool, model, node, mig, owners), None
 
 

@@ -8,76 +8,87 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from compiler.diagnostics import Diagnostic, Location, Severity
-from compiler.dra.accounting import dra_active, dra_counts, k8s_gate, kueue_version, version_tuple
+from compiler.diagnostics import Diagnostic, Location, Rule, Scope, Severity, checks, define
+from compiler.dra.accounting import dra_active, dra_counts, k8s_gate
 from compiler.dra.inventory import Inventory, policy_inventory
 from compiler.dra.proof import ClassMatch, evaluate_class
 from compiler.dra.selectors import DRIVER_CLASSES, class_selector
 from compiler.load.source import YamlPath
-from compiler.model.fleet import Cluster, MigCut
-from compiler.policy.multikueue_topology import workers_of
+from compiler.model.fleet import Cluster
+from compiler.policy.cuts import cut_mode, mig_cut
+from compiler.policy.dra_classes import claim_template_name, device_class_mappings, team_shapes
 from compiler.policy.graph import Policy
-from compiler.rules import define
+from compiler.policy.multikueue_topology import workers_of
+from compiler.policy.versions import kueue_version, version_tuple
 
 NO_MATCH = define(
     "DRA002", "A DeviceClass selector matches at least one device the cluster's pools publish.",
     "selectors: [\"device.attributes['gpu.nvidia.com'].profile == '3g.40gb'\"]   # a100-mig cut all-balanced",
-    "selectors: [\"device.attributes['gpu.nvidia.com'].profile == '3g.20gb'\"]   # a 40GB profile; none exist")
+    "selectors: [\"device.attributes['gpu.nvidia.com'].profile == '3g.20gb'\"]   # a 40GB profile; none exist",
+    scope=Scope.POLICY)
 OVERLAP = define(
     "DRA003", "A DeviceClass matches only devices of its own GPU class (never another class's devices).",
     "{name: h100-sxm, class: h100-80gb, selectors: [\"...productName == 'NVIDIA H100 80GB HBM3'\"]}",
-    "{name: big-gpus, class: h100-80gb, selectors: [\"...memory.compareTo(quantity('40Gi')) > 0\"]}  # H200 too")
+    "{name: big-gpus, class: h100-80gb, selectors: [\"...memory.compareTo(quantity('40Gi')) > 0\"]}  # H200 too",
+    scope=Scope.POLICY)
 MIG_PARENT = define(
     "DRA004", "A full-GPU DeviceClass does not reach GPUs cut into MIG, which some driver releases list "
     "whole beside their slices (dra-driver-nvidia-gpu#719).",
     "# h100-80gb full pool, a100-80gb MIG pool: different products",
-    "# a100-80gb full pool and a100-80gb MIG pool on one DRA cluster", Severity.WARNING)
+    "# a100-80gb full pool and a100-80gb MIG pool on one DRA cluster", Severity.WARNING, scope=Scope.POLICY)
 BAD_CEL = define(
     "DRA005", "Every DeviceClass selector is a CEL expression that compiles and returns a bool.",
     "- \"device.attributes['gpu.nvidia.com'].type == 'gpu'\"",
-    "- \"device.attributes['gpu.nvidia.com'].type = 'gpu'\"")
+    "- \"device.attributes['gpu.nvidia.com'].type = 'gpu'\"", scope=Scope.POLICY)
 RUNTIME = define(
     "DRA006", "A selector evaluates without error on every published device (an error aborts the "
     "allocation): guard reads of attributes some devices lack.",
     "- \"device.attributes['gpu.nvidia.com'].type == 'mig' && device.attributes['gpu.nvidia.com'].profile == '1g.10gb'\"",
-    "- \"device.attributes['gpu.nvidia.com'].profile == '1g.10gb'\"   # full GPUs have no profile")
+    "- \"device.attributes['gpu.nvidia.com'].profile == '1g.10gb'\"   # full GPUs have no profile", scope=Scope.POLICY)
 UNPROVEN = define(
     "DRA007", "A selector depends only on what the fleet file fixes (model, cut, driver), not on serials, "
     "PCI addresses or the board variant.",
     "- \"device.attributes['gpu.nvidia.com'].productName in ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 PCIe']\"",
-    "- \"device.attributes['gpu.nvidia.com'].uuid == 'GPU-2fa8...'\"", Severity.WARNING)
+    "- \"device.attributes['gpu.nvidia.com'].uuid == 'GPU-2fa8...'\"", Severity.WARNING, scope=Scope.POLICY)
 CUSTOM = define(
     "DRA008", "A fleet DeviceClass has its own name and counts against a GPU class of its DRA cluster that "
     "Kueue can queue.",
     "deviceClasses:\n- {name: h100-sxm, class: h100-80gb, selectors: [...]}",
-    "deviceClasses:\n- {name: gpu.nvidia.com, class: h100-81gb, selectors: [...]}")
+    "deviceClasses:\n- {name: gpu.nvidia.com, class: h100-81gb, selectors: [...]}", scope=Scope.POLICY)
 KUEUE_LIMITS = define(
     "DRA010", "Kueue accepts at most 16 deviceClassMappings with at most 8 DeviceClasses each.",
-    "# 5 queued GPU classes on the cluster", "# 17 queued GPU classes on one DRA cluster")
+    "# 5 queued GPU classes on the cluster", "# 17 queued GPU classes on one DRA cluster", scope=Scope.POLICY)
 SHARED_CUT = define(
     "DRA011", "Time-slicing and MPS cuts are not lowered to DRA (claims share a whole device; Kueue would "
     "count the claim, not the replicas).",
     "cut: {mode: mig, layout: all-1g.10gb}   # dra: true",
-    "cut: {mode: timeslicing, replicas: 4}   # dra: true", Severity.WARNING)
+    "cut: {mode: timeslicing, replicas: 4}   # dra: true", Severity.WARNING, scope=Scope.POLICY)
 DYNAMIC_MIG = define(
     "DRA012", "The DRA driver's DynamicMIG gate is not combined with static MIG layouts (it destroys "
     "partitions it did not create) and has DRAPartitionableDevices below Kubernetes 1.36.",
     "featureGates: {draDriver: {DynamicMIG: false}}   # pools cut with mode: mig",
-    "featureGates: {draDriver: {DynamicMIG: true}}    # pools cut with mode: mig")
+    "featureGates: {draDriver: {DynamicMIG: true}}    # pools cut with mode: mig", scope=Scope.POLICY)
 KUEUE_VERSION = define(
     "DRA013", "A DRA cluster runs Kueue v0.18 or newer (DRA quota on by default, resource.k8s.io/v1).",
-    "versions: {kueue: v0.19.2}", "versions: {kueue: v0.14.0}   # dra: true")
+    "versions: {kueue: v0.19.2}", "versions: {kueue: v0.14.0}   # dra: true", scope=Scope.POLICY)
 
 UNDISPATCHABLE = define(
     "DRA014", "Every ResourceClaimTemplate a MultiKueue manager holds for a team also exists on one of its "
     "workers: a job naming it is admitted on the manager, and a worker without it refuses the job.",
     "hub: llm guaranteed 8 h100 (templates -1..-8); east: llm guaranteed 8 (templates -1..-8)",
     "hub: llm guaranteed 8 h100 (templates -1..-8); east: llm guaranteed 2 (templates -1, -2)",
-    Severity.WARNING)
+    Severity.WARNING, scope=Scope.POLICY)
+
+
+RULES: tuple[Rule, ...] = (
+    NO_MATCH, OVERLAP, MIG_PARENT, BAD_CEL, RUNTIME, UNPROVEN, CUSTOM, KUEUE_LIMITS, SHARED_CUT, DYNAMIC_MIG,
+    KUEUE_VERSION, UNDISPATCHABLE,
+)
 
 KUEUE_MAX_MAPPINGS, KUEUE_MAX_CLASSES = 16, 8
 
 
+@checks(*RULES)  # not split: one pass per cluster, whose DeviceClass proofs several rules share
 def check_dra(policy: Policy) -> Iterator[Diagnostic]:
     for ci, c in enumerate(policy.fleet.spec.clusters):
         base: YamlPath = ("spec", "clusters", ci)
@@ -113,7 +124,7 @@ def _versions(policy: Policy, c: Cluster, base: YamlPath) -> Iterator[Diagnostic
         yield KUEUE_VERSION.diag(f"cluster {c.name!r} uses DRA but Kueue {kueue} does not count DRA claims by "
                                  "default (KueueDRAIntegration is beta from v0.18; resource.k8s.io/v1 from v0.15)",
                                  _loc(policy, where), hint="pin Kueue v0.18 or newer (v0.19.2 is the default)")
-    static = [p.name for p in c.pools if isinstance(p.cut, MigCut)]
+    static = [p.name for p in c.pools if mig_cut(p.cut) is not None]
     if c.feature_gates.dra_driver.get("DynamicMIG"):
         where = base + ("featureGates", "draDriver", "DynamicMIG")
         if static:
@@ -125,7 +136,7 @@ def _versions(policy: Policy, c: Cluster, base: YamlPath) -> Iterator[Diagnostic
                                    "gate on kube-apiserver and kube-scheduler", _loc(policy, where),
                                    hint="declare featureGates.kubernetes.DRAPartitionableDevices: true once enabled")
     for pi, p in enumerate(c.pools):
-        if p.cut.mode in ("timeslicing", "mps"):
+        if cut_mode(p.cut).dra_device_type is None:
             yield SHARED_CUT.diag(f"pool {p.name!r}: a {p.cut.mode} cut gets no DeviceClass on DRA cluster {c.name!r}; "
                                   "its budget cannot be used there", _loc(policy, base + ("pools", pi, "cut", "mode")),
                                   hint="cut the pool full or MIG on a DRA cluster, or use the device-plugin path")
@@ -168,7 +179,7 @@ def _prove(policy: Policy, c: Cluster, base: YamlPath, bad: set[str | None]) -> 
         expr = class_selector(cls, c, policy.catalog)
         if expr is None:
             model = policy.catalog.get(cls.model)
-            if cls.cut in ("full", "mig") and model is not None:
+            if cls.mode.dra_device_type is not None and model is not None:
                 yield NO_MATCH.diag(f"class {cls.id!r}: the catalog has no NVML product name for {cls.model!r}, so no "
                                     "DeviceClass can select its devices", _loc(policy, where + ("model",)),
                                     hint="add productName to the model's catalog entry in fleet.yaml")
@@ -231,8 +242,6 @@ def _verdict(m: ClassMatch, own: set[str], loc: Location, path: str | None, inve
 
 def _dispatchable(policy: Policy, c: Cluster) -> Iterator[Diagnostic]:
     """DRA014 on a MultiKueue manager of DRA workers."""
-    from compiler.lower.dra import claim_template_name, team_shapes
-
     workers = [w for w in workers_of(c) if w in policy.clusters]
     for team in policy.teams:
         held = {claim_template_name(dc.name, n): (dc, n) for dc, n in team_shapes(policy, team, c.name)}
@@ -251,8 +260,6 @@ def _dispatchable(policy: Policy, c: Cluster) -> Iterator[Diagnostic]:
 
 
 def _lowered(policy: Policy, c: Cluster, base: YamlPath) -> Iterator[Diagnostic]:
-    from compiler.lower.dra import device_class_mappings
-
     mappings = device_class_mappings(policy, c.name)
     wide = [m["name"] for m in mappings if len(m["deviceClassNames"]) > KUEUE_MAX_CLASSES]
     if len(mappings) > KUEUE_MAX_MAPPINGS or wide:

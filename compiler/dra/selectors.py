@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 
 from compiler.catalog import Catalog, GpuModel
-from compiler.policy.classes import GpuClass
 from compiler.dra.inventory import DRIVER
 from compiler.mig import lookup_profile
 from compiler.mig.check import ProfileMatch
 from compiler.model.fleet import Cluster
+from compiler.policy.classes import GpuClass
 
 ATTR = f"device.attributes['{DRIVER}']"
 CAP = f"device.capacity['{DRIVER}']"
@@ -50,14 +50,14 @@ def class_selector(cls: GpuClass, cluster: Cluster, catalog: Catalog) -> str | N
     """The CEL expression of ``cls``'s DeviceClass; None when it cannot be written (a model
     without an NVML product name, or a shared cut, which DRA does not express per replica)."""
     model = catalog.get(cls.model)
-    if model is None or not model.product_names or cls.cut not in ("full", "mig"):
+    device_type = cls.mode.dra_device_type  # cut-mode table: None for shared cuts
+    if model is None or not model.product_names or device_type is None:
         return None
-    terms = [f"device.driver == '{DRIVER}'", f"{ATTR}.type == '{'gpu' if cls.cut == 'full' else 'mig'}'",
+    terms = [f"device.driver == '{DRIVER}'", f"{ATTR}.type == '{device_type}'",
              _string_set("productName", list(model.product_names))]
-    if cls.cut == "full":
+    if cls.profile is None:  # whole devices: a memory floor; MIG slices: the profile
         terms.append(f"{CAP}.memory.compareTo(quantity('{memory_floor_gib(model)}Gi')) >= 0")
     else:
-        assert cls.profile is not None
         terms.append(_string_set("profile", profile_names(cls, cluster, catalog)))
     return " && ".join(terms)
 

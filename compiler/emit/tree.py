@@ -15,9 +15,9 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from compiler.model.manifest import Manifest
-
+from compiler.cache.store import content_digest, scan_tree
 from compiler.emit.fast import FastEmitter, Unsupported
+from compiler.model.manifest import Manifest
 
 
 class _Slow(yaml.SafeDumper):  # a subclass: the representer below must not leak into PyYAML's own
@@ -145,8 +145,6 @@ def write_tree(root: Path, files: Mapping[str, bytes], *, digests: Mapping[str, 
     what changed. Unchanged files are hard-linked from the old tree into the new one (a quarter
     of the cost of writing them); the swap stays two renames, so readers see the old tree or
     the new one, never a mix."""
-    from compiler.cache.store import content_digest, scan_tree
-
     recover(root)
     if digests is None:
         digests = {rel: content_digest(data) for rel, data in files.items()}

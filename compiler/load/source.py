@@ -20,10 +20,9 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml import nodes as libyaml_nodes
 
-from compiler.diagnostics import Diagnostic, Location
-from compiler.load.paths import display_path
+from compiler.diagnostics import Diagnostic, Location, Rule, Scope, define
 from compiler.load.fast import compose as compose_fast
-from compiler.rules import define
+from compiler.load.paths import display_path
 
 YamlPath = tuple[str | int, ...]
 Positions = tuple[dict[YamlPath, tuple[int, int]], dict[YamlPath, tuple[int, int]]]  # values, keys
@@ -37,30 +36,35 @@ LOAD_SYNTAX = define(
     "The file must be well-formed YAML (no tabs for indentation, balanced brackets and quotes).",
     "spec:\n  department: research",
     "spec:\n\tdepartment: research   # tab",
+    scope=Scope.FILE,
 )
 LOAD_ENCODING = define(
     "LOAD002",
     "Policy files must be UTF-8 text.",
     "name: ml  # saved as UTF-8",
     "name: ml  # saved as Latin-1 with a byte 0xE9",
+    scope=Scope.FILE,
 )
 LOAD_DOCS = define(
     "LOAD003",
     "A policy file holds exactly one YAML document, and it is not empty.",
     "apiVersion: gpupolicy.dev/v1alpha1\nkind: Team",
     "kind: Team\n---\nkind: Team",
+    scope=Scope.FILE,
 )
 LOAD_DUPKEY = define(
     "LOAD004",
     "A mapping may not repeat a key (YAML would silently keep the last one).",
     "guaranteed: 4\nborrow: 2",
     "guaranteed: 4\nguaranteed: 8",
+    scope=Scope.FILE,
 )
 LOAD_TAG = define(
     "LOAD005",
     "Only plain YAML types are allowed: no custom tags, binary, sets or merge keys (`<<`).",
     "owners: ['@acme/ml']",
     "owners: !!python/object:os.system ls",
+    scope=Scope.FILE,
 )
 LOAD_LIMIT = define(
     "LOAD006",
@@ -68,18 +72,26 @@ LOAD_LIMIT = define(
     "nesting depth 64), so an alias bomb or runaway file is refused, not expanded.",
     "a: &x [1, 2]\nb: *x",
     "a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]   # ... doubling 30 times",
+    scope=Scope.FILE,
 )
 LOAD_KEY = define(
     "LOAD007",
     "Mapping keys are plain strings.",
     "budgets: []",
     "? [a, b]\n: 1",
+    scope=Scope.FILE,
 )
 LOAD_MISSING = define(
     "LOAD008",
     "The policy directory has a fleet file (fleet.yaml) and only .yaml files under teams/.",
     "policies/fleet.yaml\npolicies/teams/ml.yaml",
     "policies/teams/ml.yaml   # no fleet.yaml",
+    scope=Scope.FILE,
+)
+
+
+RULES: tuple[Rule, ...] = (
+    LOAD_SYNTAX, LOAD_ENCODING, LOAD_DOCS, LOAD_DUPKEY, LOAD_TAG, LOAD_LIMIT, LOAD_KEY, LOAD_MISSING,
 )
 
 

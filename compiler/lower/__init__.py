@@ -6,43 +6,15 @@ derived from one team file), so an incremental build can re-run only what a chan
 
 from __future__ import annotations
 
-from typing import Callable
-
-from compiler.model.inventory import Inventory
-from compiler.lower.admission import lower_admission
 from compiler.lower.argocd import lower_argocd
-from compiler.lower.dra import lower_claim_templates, lower_device_classes
-from compiler.lower.gpu_operator import lower_gpu_operator
-from compiler.lower.kueue import lower_cohorts, lower_flavors, lower_priorities, lower_team_queues
-from compiler.lower.multikueue import lower_multikueue
-from compiler.lower.namespaces import lower_team_namespaces
-from compiler.lower.nodes import lower_node_pools
-from compiler.lower.rbac import lower_team_rbac
-from compiler.lower.serving import lower_serving, lower_serving_priority
+from compiler.lower.targets import CLUSTER_PASSES, TARGETS, TEAM_PASSES, ClusterPass, TeamPass
+from compiler.model.inventory import Inventory
 from compiler.model.manifest import Manifest
 from compiler.policy.graph import Policy, Team
 
-ClusterPass = Callable[[Policy, str], list[Manifest]]
-TeamPass = Callable[[Policy, Team, str], list[Manifest]]
-
-CLUSTER_PASSES: tuple[ClusterPass, ...] = (
-    lower_flavors,
-    lower_cohorts,
-    lower_priorities,
-    lower_multikueue,
-    lower_gpu_operator,
-    lower_device_classes,
-    lower_node_pools,
-    lower_serving_priority,
-    lower_admission,
-)
-TEAM_PASSES: tuple[TeamPass, ...] = (
-    lower_team_namespaces,
-    lower_team_queues,
-    lower_claim_templates,
-    lower_serving,
-    lower_team_rbac,
-)
+# The pass lists follow from the targets each lowering module declares (compiler/lower/targets.py).
+__all__ = ["CLUSTER_PASSES", "TARGETS", "TEAM_PASSES", "ClusterPass", "TeamPass", "lower", "lower_all",
+           "lower_cluster", "lower_delivery", "lower_team"]
 
 
 def lower_cluster(policy: Policy, cluster: str) -> list[Manifest]:

@@ -69,7 +69,13 @@ from compiler.lower.admission_cel import (
     selects_label,
     tolerates_taint,
 )
-from compiler.lower.common import (
+from compiler.lower.common import obj
+from compiler.lower.gpu_operator import NAMESPACE as GPU_OPERATOR_NS
+from compiler.model.manifest import Manifest
+from compiler.model.targets import Kind, Target
+from compiler.policy.graph import Policy
+from compiler.policy.kueue_manager import manager_config
+from compiler.policy.labels import (
     DATA_CLASS_PREFIX,
     LABEL_DATA_CLASS,
     LABEL_MODEL,
@@ -79,11 +85,8 @@ from compiler.lower.common import (
     LABEL_TEAM,
     SERVING_NODE_LABEL,
     SERVING_TAINT_KEY,
-    obj,
 )
-from compiler.model.manifest import Manifest
-from compiler.cache.memo import per_policy
-from compiler.policy.graph import Policy
+from compiler.policy.memo import per_policy
 
 VAP_API = "admissionregistration.k8s.io/v1"
 LABELS_POLICY = "gpupolicy-required-labels"
@@ -105,15 +108,11 @@ TRAINING_NAMESPACES = {"matchExpressions": [
 @per_policy
 def queued_workloads(policy: Policy, cluster: str) -> list[Workload]:
     """The kinds Kueue manages on ``cluster`` (unknown framework names are not checked)."""
-    from compiler.lower.kueue import manager_config
-
     frameworks = manager_config(policy, cluster).get("integrations", {}).get("frameworks", [])
     return [QUEUED_WORKLOADS[f] for f in frameworks if f in QUEUED_WORKLOADS]
 
 
 def pod_integration(policy: Policy, cluster: str) -> bool:
-    from compiler.lower.kueue import manager_config
-
     return "pod" in manager_config(policy, cluster).get("integrations", {}).get("frameworks", [])
 
 
@@ -359,8 +358,6 @@ def backstop_policy(policy: Policy, cluster: str) -> dict[str, Any]:
 def backstop_exempt(policy: Policy, cluster: str) -> list[str]:
     """kube-system, the namespaces gpupolicy installs add-ons into (compiler.lower.charts: the GPU
     Operator's validators request GPUs), the cluster's systemNamespaces and exemptNamespaces."""
-    from compiler.lower.gpu_operator import NAMESPACE as GPU_OPERATOR_NS
-
     c = policy.clusters[cluster]
     addons = {GPU_OPERATOR_NS, "kueue-system", *(["dra-driver-nvidia-gpu"] if c.dra else [])}
     return sorted({*ALWAYS_EXEMPT, *addons, *c.system_namespaces, *policy.fleet.spec.admission.exempt_namespaces})
@@ -421,3 +418,11 @@ def lower_admission(policy: Policy, cluster: str) -> list[Manifest]:
         out.append(Manifest(cluster, "admission", vap, src))
         out.append(Manifest(cluster, "admission", _binding(name, mode, selector), src))
     return out
+
+
+TARGETS = (
+    Target("admission", "admission", "cluster", passes=(lower_admission,), kinds=(
+        Kind(VAP_API, "ValidatingAdmissionPolicy", "cluster"),
+        Kind(VAP_API, "ValidatingAdmissionPolicyBinding", "cluster"),
+    )),
+)

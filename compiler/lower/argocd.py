@@ -17,7 +17,8 @@ the fleet file and is owned by the platform team.
     out/argocd/<cluster>/   AppProjects P-<cluster>, P-<cluster>-addons; child Applications
     out/<cluster>/<component>/   what the child Applications sync
 
-**Waves** (annotation ``argocd.argoproj.io/sync-wave`` on the children of a cluster's root):
+**Waves** (annotation ``argocd.argoproj.io/sync-wave`` on the children of a cluster's root;
+declared in ``compiler.model.targets``):
 -5 AppProjects; -4 chart installs (CRDs, controllers, webhooks); -3 cluster-scoped config and
 namespaces (``namespaces``, ``nodes``, ``admission``, ``dra``, ``gpu-operator`` config); -2
 ``multikueue`` (AdmissionChecks before the queues naming them); -1 ``kueue`` (queues); 0
@@ -29,9 +30,11 @@ is synced and healthy, which needs the Application health check (``out/reports/`
 repository only, out of every system namespace (kube-*, the cluster's ``systemNamespaces``, Argo
 CD's and the charts' namespaces; denied with ``!`` patterns rather than listing team namespaces,
 so that a namespace removed from the policy can still be pruned after the project, which syncs
-first, changed), and to the kinds gpupolicy renders: a fixed list (again so the last object of
-a kind can be pruned) plus any kind a newer pass emits; cluster-scoped kinds are allow-listed
-explicitly, ClusterRole(Binding) only while rendered. ``P-<cluster>-addons`` keeps the chart
+first, changed), and to the kinds gpupolicy renders: every kind a lowering target declares
+(``compiler/lower/targets.py``; rendered or not, again so the last object of a kind can be pruned)
+plus any kind rendered regardless (``tests/test_targets.py`` keeps that set empty); cluster-scoped
+kinds are allow-listed explicitly, ClusterRole(Binding) only while rendered (no target declares
+them). ``P-<cluster>-addons`` keeps the chart
 Applications to the pinned chart repositories and the charts' namespaces (plus ``kube-system``
 for Kueue's visibility RoleBinding); charts install CRDs and webhooks, so their cluster-scoped
 kinds are not narrowed.
@@ -53,6 +56,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.lower.charts import Chart, cluster_charts
+from compiler.lower.common import obj
+from compiler.lower.targets import OWNED_KINDS
+from compiler.model.inventory import Folder, Inventory
+from compiler.model.manifest import Manifest
+from compiler.model.targets import BUILTIN_GROUPS, CHART_WAVE, COMPONENT_WAVES, COMPONENTS, DEFAULT_WAVE, PROJECT_WAVE
 from compiler.policy.gitops_names import (
     BOOTSTRAP,
     addons_project,
@@ -61,10 +70,6 @@ from compiler.policy.gitops_names import (
     root_project,
     server,
 )
-from compiler.model.inventory import Folder, Inventory
-from compiler.lower.charts import Chart, cluster_charts
-from compiler.lower.common import obj
-from compiler.model.manifest import COMPONENTS, Manifest
 from compiler.policy.graph import Policy
 
 ARGO_API = "argoproj.io/v1alpha1"
@@ -73,36 +78,9 @@ WAVE = "argocd.argoproj.io/sync-wave"
 FINALIZER = "resources-finalizer.argocd.argoproj.io"
 LABEL_CLUSTER = "gpupolicy.dev/cluster"
 LABEL_COMPONENT = "gpupolicy.dev/component"
-PROJECT_WAVE = -5
-CHART_WAVE = -4
-COMPONENT_WAVES: dict[str, int] = {
-    "namespaces": -3, "nodes": -3, "admission": -3, "dra": -3, "gpu-operator": -3,
-    "multikueue": -2, "kueue": -1, "serving": 0,
-}
-DEFAULT_WAVE = 0
 RETRY = {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}}
-# API groups served by Kubernetes itself; anything else is a custom resource.
-BUILTIN_GROUPS = frozenset({
-    "", "apps", "batch", "policy", "autoscaling", "rbac.authorization.k8s.io", "scheduling.k8s.io",
-    "admissionregistration.k8s.io", "resource.k8s.io", "networking.k8s.io", "storage.k8s.io",
-    "node.k8s.io", "coordination.k8s.io", "discovery.k8s.io", "apiextensions.k8s.io",
-})
-# Kinds gpupolicy renders -> cluster-scoped? (ClusterRole/Binding deliberately absent: allowed only
-# while rendered.)
-OWNED_KINDS: dict[tuple[str, str], bool] = {
-    ("", "Namespace"): True, ("scheduling.k8s.io", "PriorityClass"): True, ("karpenter.sh", "NodePool"): True,
-    ("resource.k8s.io", "DeviceClass"): True,
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): True,
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): True,
-    **{("kueue.x-k8s.io", k): True for k in ("ResourceFlavor", "ClusterQueue", "Cohort", "WorkloadPriorityClass",
-                                             "AdmissionCheck", "MultiKueueConfig", "MultiKueueCluster", "Topology")},
-    ("", "ConfigMap"): False, ("", "Service"): False, ("", "PersistentVolumeClaim"): False,
-    ("apps", "Deployment"): False, ("policy", "PodDisruptionBudget"): False,
-    ("autoscaling", "HorizontalPodAutoscaler"): False, ("keda.sh", "ScaledObject"): False,
-    ("kueue.x-k8s.io", "LocalQueue"): False, ("resource.k8s.io", "ResourceClaimTemplate"): False,
-    ("rbac.authorization.k8s.io", "Role"): False, ("rbac.authorization.k8s.io", "RoleBinding"): False,
-    ("gateway.networking.k8s.io", "HTTPRoute"): False, ("inference.networking.k8s.io", "InferencePool"): False,
-}
+# Waves, components, BUILTIN_GROUPS: compiler.model.targets. OWNED_KINDS: the kinds the targets declare
+# (compiler.lower.targets); ClusterRole(Binding) is declared by none: allowed only while rendered.
 KUBE_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 CHART_NAMESPACES = ("kueue-system", "dra-driver-nvidia-gpu")
 GPU_OPERATOR_NAMESPACE = "gpu-operator"  # gpupolicy renders the device-plugin ConfigMaps into it
@@ -125,8 +103,8 @@ def _repo(policy: Policy, path: str) -> dict[str, Any]:
 
 
 def _kinds(folder: Folder, *, cluster_scoped: bool) -> list[dict[str, str]]:
-    """The kinds gpupolicy renders (a fixed list, so the last object of a kind can still be pruned
-    after it left the render) plus any kind a newer pass added."""
+    """The kinds the targets declare (rendered or not, so the last object of a kind can still be
+    pruned after it left the render) plus any kind rendered without a declaration (a test forbids it)."""
     seen = {gk for gk, scoped in OWNED_KINDS.items() if scoped == cluster_scoped}
     seen |= {(g, k) for g, k, scoped in folder.kinds if scoped == cluster_scoped}
     return [{"group": g, "kind": k} for g, k in sorted(seen)]

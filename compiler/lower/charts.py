@@ -5,16 +5,14 @@ computed here; values never go to a file under ``out/`` (SPEC §9):
 
 - **Kueue** (``oci://registry.k8s.io/kueue/charts/kueue``, chart version = Kueue version without
   the ``v``) on clusters that get Kueue objects: ``managerConfig.controllerManagerConfigYaml`` is
-  the YAML of ``compiler.lower.kueue.manager_config``; the image is pinned to the same release.
+  the YAML of ``compiler.policy.kueue_manager.manager_config``; the image is pinned to the same release.
 - **GPU Operator** (``https://helm.ngc.nvidia.com/nvidia``, chart ``gpu-operator``, versions carry
   a ``v``) on clusters with GPU pools: values from ``compiler.lower.gpu_operator``.
 - **NVIDIA DRA driver** (``oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu``,
   strict semver without ``v``) on clusters with ``dra: true`` and GPU pools: values from
   ``dra_driver_values`` below.
 
-Defaults (SPEC §9, overridable in ``spec.versions`` and per cluster in ``clusters[].versions``):
-Kueue v0.19.2, GPU Operator v26.7.0, DRA driver 0.4.1 (the last tag of
-kubernetes-sigs/dra-driver-nvidia-gpu in the snapshot).
+Versions: ``compiler.policy.versions`` (the pins, SPEC §9, and the fleet's overrides).
 """
 
 from __future__ import annotations
@@ -23,15 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.emit.tree import dump_yaml
-from compiler.model.fleet import MpsCut, TimeSlicingCut
+from compiler.lower.gpu_operator import NAMESPACE, gpu_operator_values
+from compiler.policy.cuts import cut_mode
 from compiler.policy.graph import Policy
+from compiler.policy.kueue_manager import manager_config
+from compiler.policy.versions import dra_driver_version, gpu_operator_version, kueue_version, plain, with_v
 
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_IMAGE = "registry.k8s.io/kueue/kueue"
 GPU_OPERATOR_REPO = "https://helm.ngc.nvidia.com/nvidia"
 DRA_DRIVER_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
-DEFAULT_KUEUE = "v0.19.2"
-DEFAULT_DRA_DRIVER = "0.4.1"
 PRIVILEGED = {"pod-security.kubernetes.io/enforce": "privileged"}  # driver/toolkit/plugin DaemonSets
 # Where the GPU Operator's driver container exposes the driver on the host.
 OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
@@ -61,28 +60,8 @@ class Chart:
         return src
 
 
-def _plain(version: str) -> str:
-    return version[1:] if version.startswith("v") else version
-
-
-def _with_v(version: str) -> str:
-    return version if version.startswith("v") else f"v{version}"
-
-
-def kueue_version(policy: Policy, cluster: str) -> str:
-    c = policy.clusters[cluster]
-    return _with_v(c.versions.kueue or policy.fleet.spec.versions.kueue or DEFAULT_KUEUE)
-
-
-def dra_driver_version(policy: Policy, cluster: str) -> str:
-    c = policy.clusters[cluster]
-    return _plain(c.versions.dra_driver or policy.fleet.spec.versions.dra_driver or DEFAULT_DRA_DRIVER)
-
-
 def kueue_values(policy: Policy, cluster: str) -> dict[str, Any]:
-    from compiler.lower.kueue import manager_config
-
-    version = kueue_version(policy, cluster)
+    version = with_v(kueue_version(policy, policy.clusters[cluster]))
     return {
         "controllerManager": {"manager": {"image": {
             "repository": KUEUE_IMAGE, "tag": version, "pullPolicy": "IfNotPresent"}}},
@@ -103,15 +82,13 @@ def dra_driver_values(policy: Policy, cluster: str) -> dict[str, Any]:
       ``MPSSupport`` (user-mediated sharing through a shared claim's ``GpuConfig``); then the
       fleet's explicit ``featureGates.draDriver`` for the cluster, which win.
     """
-    from compiler.lower.gpu_operator import gpu_operator_values
-
     c = policy.clusters[cluster]
     driver = gpu_operator_values(policy, cluster).get("driver", {})
     gates: dict[str, bool] = {}
-    if any(isinstance(p.cut, TimeSlicingCut) for p in c.pools):
-        gates["TimeSlicingSettings"] = True
-    if any(isinstance(p.cut, MpsCut) for p in c.pools):
-        gates["MPSSupport"] = True
+    for p in c.pools:
+        sharing = cut_mode(p.cut).sharing
+        if sharing is not None:
+            gates[sharing.dra_feature_gate] = True
     gates.update(c.feature_gates.dra_driver)
     values: dict[str, Any] = {
         "gpuResourcesEnabledOverride": True,
@@ -141,17 +118,15 @@ def cluster_charts(policy: Policy, cluster: str, *, kueue: bool) -> list[Chart]:
     c = policy.clusters[cluster]
     charts: list[Chart] = []
     if kueue:
-        charts.append(Chart("kueue-chart", KUEUE_CHART, None, _plain(kueue_version(policy, cluster)),
+        charts.append(Chart("kueue-chart", KUEUE_CHART, None, plain(kueue_version(policy, c)),
                             "kueue", "kueue-system", kueue_values(policy, cluster),
                             ignore_differences=_CA_BUNDLES))
     if c.pools:
-        from compiler.lower.gpu_operator import NAMESPACE, gpu_operator_values, operator_version
-
         charts.append(Chart("gpu-operator-chart", GPU_OPERATOR_REPO, "gpu-operator",
-                            _with_v(operator_version(policy, c)), "gpu-operator", NAMESPACE,
+                            with_v(gpu_operator_version(policy, c)), "gpu-operator", NAMESPACE,
                             gpu_operator_values(policy, cluster), namespace_labels=PRIVILEGED))
         if c.dra:
-            charts.append(Chart("dra-driver-chart", DRA_DRIVER_CHART, None, dra_driver_version(policy, cluster),
+            charts.append(Chart("dra-driver-chart", DRA_DRIVER_CHART, None, plain(dra_driver_version(policy, c)),
                                 "dra-driver-nvidia-gpu", "dra-driver-nvidia-gpu",
                                 dra_driver_values(policy, cluster), namespace_labels=PRIVILEGED))
     return charts

@@ -1,25 +1,11 @@
-"""Helpers shared by the lowering passes: object skeletons and the labels SPEC §9 fixes."""
+"""Helpers shared by the lowering passes: object skeletons (``obj``) and quantities. The label
+keys they use are ``compiler.policy.labels``."""
 
 from __future__ import annotations
 
 from typing import Any
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpupolicy"}
-
-LABEL_TEAM = "gpupolicy.dev/team"
-LABEL_DEPARTMENT = "gpupolicy.dev/department"
-LABEL_PURPOSE = "gpupolicy.dev/purpose"
-LABEL_POOL = "gpupolicy.dev/pool"
-LABEL_CLASS = "gpupolicy.dev/class"
-LABEL_MODEL = "gpupolicy.dev/model"
-LABEL_DATA_CLASS = "gpupolicy.dev/data-class"
-LABEL_QUEUE = "kueue.x-k8s.io/queue-name"
-DATA_CLASS_PREFIX = "data-class.gpupolicy.dev/"
-SERVING_TAINT_KEY = "gpupolicy.dev/serving"
-SERVING_NODE_LABEL = "node-restriction.kubernetes.io/gpupolicy-serving"
-# Read by the GPU Operator's device plugin / MIG Manager; written by gpupolicy's node contract.
-LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
-LABEL_MIG_CONFIG = "nvidia.com/mig.config"
 
 
 def obj(

@@ -52,21 +52,21 @@ from compiler.catalog import GpuModel, driver_branch
 from compiler.emit.tree import dump_yaml
 from compiler.lower.attribution import dcgm_attribution_values
 from compiler.lower.common import obj
-from compiler.lower.nodecontract import CUSTOM_LAYOUT_PREFIX, mig_layout
-from compiler.model.manifest import Manifest
 from compiler.mig import DISABLED
-from compiler.model.fleet import Cluster, MigCut, MpsCut, NodePool, TimeSlicingCut
-from compiler.policy.partition import pool_mig_devices
+from compiler.model.fleet import Cluster, NodePool
+from compiler.model.manifest import Manifest
+from compiler.model.targets import Kind, Target
+from compiler.policy.cuts import GPU_RESOURCE, cut_mode, mig_cut
 from compiler.policy.graph import Policy
+from compiler.policy.node_contract import CUSTOM_LAYOUT_PREFIX, mig_layout
+from compiler.policy.partition import pool_mig_devices
+from compiler.policy.versions import CHART_DRIVER, gpu_operator_version
 
 SHARING_DIGEST_ENV = "GPUPOLICY_SHARING_SHA256"  # see sharing_digest
 
 NAMESPACE = "gpu-operator"
 DEVICE_PLUGIN_CONFIGMAP = "gpupolicy-device-plugin"
 MIG_PARTED_CONFIGMAP = "gpupolicy-mig-parted"
-DEFAULT_GPU_OPERATOR_VERSION = "v26.7.0"  # SPEC §9 pinned default
-# The driver each chart version installs by default (deployments/gpu-operator/values.yaml).
-CHART_DRIVER: dict[str, str] = {"v26.7.0": "595.91.07"}
 _FULL_DRIVER = re.compile(r"^\d{3}\.\d+\.\d+$")
 
 
@@ -74,20 +74,19 @@ def _sharing(kind: str, replicas: int, rename: bool, fail_gt_one: bool) -> dict[
     return {kind: {
         "renameByDefault": rename,
         "failRequestsGreaterThanOne": fail_gt_one,
-        "resources": [{"name": "nvidia.com/gpu", "replicas": replicas}],
+        "resources": [{"name": GPU_RESOURCE, "replicas": replicas}],
     }}
 
 
 def device_plugin_config(pool: NodePool) -> dict[str, Any]:
     """The device-plugin config file of one pool (k8s-device-plugin api/config/v1)."""
-    cut = pool.cut
-    cfg: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": "mixed" if isinstance(cut, MigCut) else "none"}}
-    if isinstance(cut, TimeSlicingCut):
-        cfg["sharing"] = _sharing("timeSlicing", cut.replicas, cut.rename_by_default,
-                                  cut.fail_requests_greater_than_one)
-    elif isinstance(cut, MpsCut):
-        # MPS defaults failRequestsGreaterThanOne to true; written out so the file says so.
-        cfg["sharing"] = _sharing("mps", cut.replicas, cut.rename_by_default, True)
+    mode = cut_mode(pool.cut)
+    cfg: dict[str, Any] = {"version": "v1",
+                           "flags": {"migStrategy": "mixed" if mode.mig(pool.cut) is not None else "none"}}
+    shares = mode.shares(pool.cut)
+    if mode.sharing is not None and shares is not None:
+        cfg["sharing"] = _sharing(mode.sharing.config_key, shares.replicas, shares.renamed,
+                                  shares.fail_requests_greater_than_one)
     return cfg
 
 
@@ -117,7 +116,7 @@ def _entries(model: GpuModel, devices: list[dict[str, int]]) -> list[dict[str, A
 
 
 def needs_custom_mig_config(cluster: Cluster) -> bool:
-    return any(isinstance(p.cut, MigCut) and p.cut.layout is None for p in cluster.pools)
+    return any((m := mig_cut(p.cut)) is not None and m.layout is None for p in cluster.pools)
 
 
 def mig_parted_config(policy: Policy, cluster: str) -> dict[str, Any] | None:
@@ -151,7 +150,7 @@ def _driver_values(policy: Policy, c: Cluster) -> dict[str, Any]:
     full = [d for d in declared if _FULL_DRIVER.match(d)]
     if len(full) == 1 and len(branches) == 1:
         return {"version": full[0]}
-    chart = CHART_DRIVER.get(operator_version(policy, c))
+    chart = CHART_DRIVER.get(gpu_operator_version(policy, c))
     if not full and chart is not None and branches == {driver_branch(chart)}:
         return {}
     return {"enabled": False}
@@ -171,14 +170,10 @@ def sharing_digest(policy: Policy, cluster: str) -> str:
     return h.hexdigest()[:16]
 
 
-def operator_version(policy: Policy, c: Cluster) -> str:
-    return c.versions.gpu_operator or policy.fleet.spec.versions.gpu_operator or DEFAULT_GPU_OPERATOR_VERSION
-
-
 def gpu_operator_values(policy: Policy, cluster: str) -> dict[str, Any]:
     """Helm values for the GPU Operator chart on one cluster (the chart renders the ClusterPolicy)."""
     c = policy.clusters[cluster]
-    has_mig = any(isinstance(p.cut, MigCut) for p in c.pools)
+    has_mig = any(mig_cut(p.cut) is not None for p in c.pools)
     values: dict[str, Any] = {}
     if c.dra:
         values["devicePlugin"] = {"enabled": False}
@@ -230,3 +225,10 @@ __all__ = [
     "lower_gpu_operator",
     "mig_parted_config",
 ]
+
+
+TARGETS = (
+    Target("gpu-operator", "gpu-operator", "cluster", passes=(lower_gpu_operator,), kinds=(
+        Kind("v1", "ConfigMap"),  # device-plugin and MIG manager configs; the chart owns the rest
+    )),
+)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterator
 
+from compiler.policy.versions import DEFAULT_GPU_OPERATOR
+
 _MISSING = object()
 
 
@@ -195,7 +197,7 @@ def _consumed(path: str, read: set[str]) -> bool:
 
 
 def render_cluster_policy(
-    defaults: dict[str, Any], overrides: dict[str, Any], *, app_version: str = "v26.7.0"
+    defaults: dict[str, Any], overrides: dict[str, Any], *, app_version: str = DEFAULT_GPU_OPERATOR
 ) -> dict[str, Any] | None:
     """The ClusterPolicy the chart creates from ``defaults`` (its values.yaml) and ``overrides``
     (None when ``clusterPolicy.deployCR`` is false). Raises ``ChartValuesError`` for overrides

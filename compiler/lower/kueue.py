@@ -1,19 +1,24 @@
-"""Kueue v1beta2 objects: ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
-WorkloadPriorityClasses, and the manager Configuration (Helm values, not a manifest)."""
+"""Kueue v1beta2 objects: ResourceFlavors, Cohorts, ClusterQueues, LocalQueues and
+WorkloadPriorityClasses. What they hold is decided in ``compiler.policy.cohorts`` (cohort forest,
+spare capacity) and ``compiler.policy.queues`` (quota groups); the manager Configuration is
+``compiler.policy.kueue_manager``."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any
 
-from compiler.policy.allocation import TeamAllocation
-from compiler.policy.classes import GpuClass
-from compiler.lower.common import LABEL_CLASS, LABEL_POOL, LABEL_PURPOSE, LABEL_TEAM, obj, quantity
+from compiler.lower.common import obj, quantity
 from compiler.model.manifest import Manifest
-from compiler.policy.multikueue_topology import admission_check_for
+from compiler.model.targets import Kind, Target
+from compiler.policy.classes import GpuClass
+from compiler.policy.cohorts import spare_capacity, spare_cohort, used_departments
 from compiler.policy.graph import Policy, Team
+from compiler.policy.labels import LABEL_CLASS, LABEL_POOL, LABEL_PURPOSE, LABEL_TEAM
+from compiler.policy.multikueue_topology import admission_check_for
+from compiler.policy.queues import resource_groups, training_namespaces
+from compiler.policy.versions import KUEUE_API
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
 # GPU nodes are commonly tainted nvidia.com/gpu:NoSchedule (GKE does it automatically; the
 # ExtendedResourceToleration plugin only helps device-plugin pods, not DRA claims).
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -35,60 +40,6 @@ def lower_flavors(policy: Policy, cluster: str) -> list[Manifest]:
         rf = obj(KUEUE_API, "ResourceFlavor", cls.id, labels={LABEL_CLASS: cls.id})
         rf["spec"] = {"nodeLabels": flavor_node_labels(cls), "tolerations": [dict(GPU_TOLERATION)]}
         out.append(Manifest(cluster, "kueue", rf, (policy.fleet_src.path,)))
-    return out
-
-
-def used_departments(policy: Policy, cluster: str) -> list[str]:
-    """Departments with a queue on the cluster, plus their ancestors (parents must exist)."""
-    depts = policy.departments
-    need: set[str] = set()
-    for dept in sorted(policy.team_departments.get(cluster, ())):
-        cur: str | None = dept
-        while cur is not None and cur in depts and cur not in need:
-            need.add(cur)
-            cur = depts[cur].parent
-    return sorted(need)
-
-
-def spare_capacity(policy: Policy, cluster: str) -> dict[str, int]:
-    """Class id -> GPUs of its training pools that no team is guaranteed, for the classes some
-    team queues on (only those classes are flavors of a ClusterQueue, so only they can borrow)."""
-    out: dict[str, int] = {}
-    for cid, cls in policy.classes.get(cluster, {}).items():
-        entries = policy.allocation.for_class(cluster, cid)
-        if not cls.training_pools or not entries:
-            continue
-        free = cls.capacity - sum(e.guaranteed.value or 0 for e in entries)
-        if free > 0:
-            out[cid] = free
-    return out
-
-
-def root_departments(policy: Policy, cluster: str) -> list[str]:
-    """The roots of the cluster's cohort forest (Kueue lends only within one tree)."""
-    return [d for d in used_departments(policy, cluster) if policy.departments[d].parent is None]
-
-
-def spare_cohort(policy: Policy, cluster: str) -> str | None:
-    """The Cohort that holds the cluster's spare capacity: the root of its department tree, when
-    the cluster's queues sit under exactly one root."""
-    roots = root_departments(policy, cluster)
-    return roots[0] if len(roots) == 1 else None
-
-
-def borrowable_spare(policy: Policy, cluster: str) -> dict[str, int]:
-    """``spare_capacity`` when a Cohort holds it (queues may borrow it), else nothing."""
-    return spare_capacity(policy, cluster) if spare_cohort(policy, cluster) else {}
-
-
-def spare_cohort_files(policy: Policy) -> list[str]:
-    """``out/``-relative paths of the Cohorts that hold unguaranteed GPUs (CODEOWNERS shares them:
-    their quota changes with any team's guarantee)."""
-    out = []
-    for cluster in sorted(policy.clusters):
-        holder = spare_cohort(policy, cluster)
-        if holder and spare_capacity(policy, cluster):
-            out.append(Manifest(cluster, "kueue", obj(KUEUE_API, "Cohort", holder)).relpath)
     return out
 
 
@@ -137,41 +88,6 @@ def lower_priorities(policy: Policy, cluster: str) -> list[Manifest]:
     return out
 
 
-def _resource_entry(e: TeamAllocation, resource: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": resource, "nominalQuota": e.guaranteed.value or 0}
-    # unset/unlimited -> field absent (Kueue: null = unlimited); 0 and N are written out.
-    if e.borrow.value is not None:
-        entry["borrowingLimit"] = e.borrow.value
-    if e.lend.value is not None:
-        entry["lendingLimit"] = min(e.lend.value, e.guaranteed.value or 0)
-    return entry
-
-
-def resource_groups(policy: Policy, cluster: str, entries: list[TeamAllocation]) -> list[dict[str, Any]]:
-    """One group per resource name; its flavors are the team's classes that use it.
-
-    Kueue requires each flavor to list every covered resource in order and forbids a flavor
-    or resource in two groups; grouping by resource satisfies both by construction."""
-    classes = policy.classes.get(cluster, {})
-    by_resource: dict[str, list[tuple[str, TeamAllocation]]] = defaultdict(list)
-    for e in entries:
-        cls = classes.get(e.gpu_class)
-        if cls is not None and cls.training_pools:
-            by_resource[cls.resource].append((cls.id, e))
-    groups = []
-    for resource in sorted(by_resource):
-        flavors = [
-            {"name": cid, "resources": [_resource_entry(e, resource)]}
-            for cid, e in sorted(by_resource[resource], key=lambda x: x[0])
-        ]
-        groups.append({"coveredResources": [resource], "flavors": flavors})
-    return groups
-
-
-def training_namespaces(team: Team, cluster: str) -> list[str]:
-    return sorted({ns.name for ns in team.model.spec.namespaces if cluster in ns.clusters})
-
-
 def lower_team_queues(policy: Policy, team: Team, cluster: str) -> list[Manifest]:
     entries = [e for e in policy.allocation.for_team(team.name) if e.cluster == cluster]
     namespaces = training_namespaces(team, cluster)
@@ -208,40 +124,17 @@ def lower_team_queues(policy: Policy, team: Team, cluster: str) -> list[Manifest
     return out
 
 
-# Resources Kueue does not account (quota is about GPUs); prefixes, as Kueue matches them.
-EXCLUDED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "hugepages-", "pods")
-AUDIT_LABELS = ("gpupolicy.dev/team", "gpupolicy.dev/model", "gpupolicy.dev/data-class")
-
-
-def manager_config(policy: Policy, cluster: str) -> dict[str, Any]:
-    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2), delivered as Helm values."""
-    c = policy.clusters[cluster]
-    system = sorted({"kube-system", "kueue-system", *c.system_namespaces})
-    cfg: dict[str, Any] = {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-        "kind": "Configuration",
-        "namespace": "kueue-system",
-        "manageJobsWithoutQueueName": True,
-        # Only gpupolicy's training namespaces; serving and system namespaces are never managed.
-        "managedJobsNamespaceSelector": {
-            "matchExpressions": [
-                {"key": LABEL_PURPOSE, "operator": "In", "values": ["training"]},
-                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": system},
-            ]
-        },
-        "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
-        "integrations": {
-            "frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "trainer.kubeflow.org/trainjob"],
-            "labelKeysToCopy": sorted(set(AUDIT_LABELS) | set(policy.fleet.spec.admission.required_labels)),
-        },
-        # Queues cover only GPU resources. CPU, memory and storage are excluded from quota, and
-        # every other undeclared resource blocks admission: a job asking for a GPU resource its
-        # team has no budget for is never admitted (IgnoreUndeclared would admit it unaccounted).
-        "resources": {"quotaCheckStrategy": "BlockUndeclared", "excludeResourcePrefixes": list(EXCLUDED_RESOURCES)},
-    }
-    # DRA clusters: claims on each class's DeviceClasses count as gpupolicy.dev/<class>.
-    from compiler.lower.dra import device_class_mappings  # late: compiler.lower.dra imports this module
-
-    if mappings := device_class_mappings(policy, cluster):
-        cfg["resources"]["deviceClassMappings"] = mappings
-    return cfg
+TARGETS = (
+    Target("kueue", "kueue", "cluster", passes=(lower_flavors, lower_cohorts, lower_priorities), kinds=(
+        Kind(KUEUE_API, "ResourceFlavor", "cluster"),
+        Kind(KUEUE_API, "Cohort", "cluster"),
+        Kind(KUEUE_API, "WorkloadPriorityClass", "cluster"),
+        # Not rendered; allowed since the first GitOps release, so a Topology once applied by hand or
+        # a future pass stays prunable. Drop it only together with that promise.
+        Kind(KUEUE_API, "Topology", "cluster"),
+    )),
+    Target("kueue-queues", "kueue", "team", passes=(lower_team_queues,), kinds=(
+        Kind(KUEUE_API, "ClusterQueue", "cluster"),
+        Kind(KUEUE_API, "LocalQueue"),
+    )),
+)

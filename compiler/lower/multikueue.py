@@ -10,10 +10,11 @@ plain Kueue whose namespaces and LocalQueues mirror the manager's (checked by GI
 from __future__ import annotations
 
 from compiler.lower.common import obj
-from compiler.lower.kueue import KUEUE_API
 from compiler.model.manifest import Manifest
-from compiler.policy.multikueue_topology import ADMISSION_CHECK, CONTROLLER, MAX_WORKERS, kubeconfig_secret, workers_of
+from compiler.model.targets import Kind, Target
 from compiler.policy.graph import Policy
+from compiler.policy.multikueue_topology import ADMISSION_CHECK, CONTROLLER, MAX_WORKERS, kubeconfig_secret, workers_of
+from compiler.policy.versions import KUEUE_API
 
 
 def lower_multikueue(policy: Policy, cluster: str) -> list[Manifest]:
@@ -38,3 +39,12 @@ def lower_multikueue(policy: Policy, cluster: str) -> list[Manifest]:
                                                         "location": kubeconfig_secret(clusters, w)}}}
         out.append(Manifest(cluster, "multikueue", mkc, src))
     return out
+
+
+TARGETS = (
+    Target("multikueue", "multikueue", "cluster", passes=(lower_multikueue,), kinds=(
+        Kind(KUEUE_API, "AdmissionCheck", "cluster"),
+        Kind(KUEUE_API, "MultiKueueConfig", "cluster"),
+        Kind(KUEUE_API, "MultiKueueCluster", "cluster"),
+    )),
+)

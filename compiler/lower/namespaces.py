@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from compiler.lower.common import (
-    DATA_CLASS_PREFIX,
-    LABEL_DEPARTMENT,
-    LABEL_PURPOSE,
-    LABEL_TEAM,
-    obj,
-)
+from compiler.lower.common import obj
 from compiler.model.manifest import Manifest
+from compiler.model.targets import Kind, Target
 from compiler.policy.graph import Policy, Team, serving_namespace
+from compiler.policy.labels import DATA_CLASS_PREFIX, LABEL_DEPARTMENT, LABEL_PURPOSE, LABEL_TEAM
 
 
 def team_namespaces(team: Team, cluster: str) -> list[tuple[str, str]]:
@@ -36,3 +32,10 @@ def lower_team_namespaces(policy: Policy, team: Team, cluster: str) -> list[Mani
         ns = obj("v1", "Namespace", name, labels=labels)
         out.append(Manifest(cluster, "namespaces", ns, (policy.fleet_src.path, team.path)))
     return out
+
+
+TARGETS = (
+    Target("namespaces", "namespaces", "team", passes=(lower_team_namespaces,), kinds=(
+        Kind("v1", "Namespace", "cluster"),
+    )),
+)

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.lower.common import LABEL_POOL, obj
-from compiler.lower.nodecontract import FULL_GPU, PoolContract, pool_contracts
+from compiler.lower.common import obj
 from compiler.model.manifest import Manifest
+from compiler.model.targets import Kind, Target
 from compiler.policy.graph import Policy
+from compiler.policy.labels import LABEL_POOL
+from compiler.policy.node_contract import FULL_GPU, PoolContract, pool_contracts
 
 KARPENTER_API = "karpenter.sh/v1"
 NODE_CLASS_GROUP = "karpenter.k8s.aws"
@@ -97,3 +99,10 @@ def lower_node_pools(policy: Policy, cluster: str) -> list[Manifest]:
         if np is not None:
             out.append(Manifest(cluster, "nodes", np, (policy.fleet_src.path,)))
     return out
+
+
+TARGETS = (
+    Target("nodes", "nodes", "cluster", passes=(lower_node_pools,), kinds=(
+        Kind(KARPENTER_API, "NodePool", "cluster"),
+    )),
+)

@@ -22,10 +22,12 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.lower.admission import queued_workloads
-from compiler.lower.common import LABEL_PURPOSE, LABEL_TEAM, obj
+from compiler.lower.common import obj
 from compiler.lower.namespaces import team_namespaces
 from compiler.model.manifest import Manifest
+from compiler.model.targets import Kind, Target
 from compiler.policy.graph import Policy, Team
+from compiler.policy.labels import LABEL_PURPOSE, LABEL_TEAM
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 TRAINING_ROLE = "gpupolicy-training"
@@ -86,3 +88,12 @@ def lower_team_rbac(policy: Policy, team: Team, cluster: str) -> list[Manifest]:
         binding["subjects"] = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g} for g in groups]
         out += [Manifest(cluster, "admission", role, sources), Manifest(cluster, "admission", binding, sources)]
     return out
+
+
+TARGETS = (
+    # ClusterRole(Binding) is deliberately not declared: AppProjects would allow-list it for good.
+    Target("rbac", "admission", "team", passes=(lower_team_rbac,), kinds=(
+        Kind(RBAC_API, "Role"),
+        Kind(RBAC_API, "RoleBinding"),
+    )),
+)

@@ -11,8 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.lower.common import obj
+from compiler.model.fleet import NodePool
+from compiler.model.manifest import Manifest
+from compiler.model.targets import Kind, Target
 from compiler.policy.classes import class_id
-from compiler.lower.common import (
+from compiler.policy.graph import Policy, Team
+from compiler.policy.labels import (
     LABEL_DATA_CLASS,
     LABEL_MODEL,
     LABEL_POOL,
@@ -20,12 +25,9 @@ from compiler.lower.common import (
     LABEL_TEAM,
     SERVING_NODE_LABEL,
     SERVING_TAINT_KEY,
-    obj,
 )
-from compiler.model.manifest import Manifest
-from compiler.model.fleet import NodePool
-from compiler.policy.graph import Policy, Team
-from compiler.serving.plan import Resolved, deployments, model_label, resolve, vllm_image
+from compiler.policy.versions import vllm_image
+from compiler.serving.plan import Resolved, deployments, model_label, resolve
 from compiler.serving.sizing import startup_budget_seconds
 
 PRIORITY_CLASS = "gpupolicy-serving"
@@ -284,3 +286,21 @@ def _exposure(r: Resolved, ns: str, labels: dict[str, str]) -> list[dict[str, An
     }
     out.append(route)
     return out
+
+
+TARGETS = (
+    Target("serving-priority", "serving", "cluster", passes=(lower_serving_priority,), kinds=(
+        Kind("scheduling.k8s.io/v1", "PriorityClass", "cluster"),
+    )),
+    Target("serving", "serving", "team", passes=(lower_serving,), kinds=(
+        Kind("v1", "PersistentVolumeClaim"),
+        Kind("resource.k8s.io/v1", "ResourceClaimTemplate"),
+        Kind("apps/v1", "Deployment"),
+        Kind("v1", "Service"),
+        Kind("policy/v1", "PodDisruptionBudget"),
+        Kind("keda.sh/v1alpha1", "ScaledObject"),
+        Kind("autoscaling/v2", "HorizontalPodAutoscaler"),
+        Kind("inference.networking.k8s.io/v1", "InferencePool"),
+        Kind("gateway.networking.k8s.io/v1", "HTTPRoute"),
+    )),
+)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Mapping, Sequence
 
-from compiler.diagnostics import closest
 from compiler.catalog.builtin import builtin_catalog
 from compiler.catalog.model import GpuModel, MigGeometry, MigProfile, driver_branch
+from compiler.diagnostics import closest
 from compiler.mig.packing import pack
 from compiler.mig.rules import (
     BAD_DRIVER,

@@ -4,10 +4,9 @@ GPU Operator v26.3): ``all-disabled``, ``all-enabled``, ``all-<profile>`` with `
 
 from __future__ import annotations
 
-
-from compiler.diagnostics import closest
 from compiler.catalog.builtin import builtin_catalog
 from compiler.catalog.model import GpuModel, MigGeometry, MigProfile, config_name
+from compiler.diagnostics import closest
 from compiler.mig.check import equivalent_profile, not_mig_capable, parse_driver
 from compiler.mig.rules import DRIVER_TOO_OLD, UNKNOWN_LAYOUT, MigProblem
 

@@ -1,16 +1,6 @@
-"""The policy language (SPEC §4) as pydantic models; ``schemas/`` is generated from these."""
+"""The typed data passed between stages: the policy language (SPEC §4) as pydantic models
+(``common``, ``fleet``, ``team``; ``schemas/`` is generated from them by ``schemas``), and the
+lowered objects (``manifest``) with the summary the whole-output passes read (``inventory``).
 
-from compiler.model.common import API_VERSION
-from compiler.model.fleet import Cluster, Department, FleetFile, NodePool
-from compiler.model.team import Budget, ServingDeployment, TeamFile
-
-__all__ = [
-    "API_VERSION",
-    "Budget",
-    "Cluster",
-    "Department",
-    "FleetFile",
-    "NodePool",
-    "ServingDeployment",
-    "TeamFile",
-]
+No re-exports: importing ``compiler.model.manifest`` must not import pydantic (start-up cost).
+"""

@@ -15,13 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from compiler.model.manifest import Manifest
+from compiler.model.targets import group_of
 
 # Controllers that own a Deployment's replicas: (apiVersion group, kind) of the scaler.
 SCALERS = frozenset({("autoscaling", "HorizontalPodAutoscaler"), ("keda.sh", "ScaledObject")})
-
-
-def group_of(api_version: str) -> str:
-    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
 
 
 @dataclass

@@ -6,38 +6,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-# Components of SPEC §9, in the order ArgoCD syncs them (lowest wave first).
-COMPONENTS: tuple[str, ...] = (
-    "namespaces",
-    "gpu-operator",
-    "nodes",
-    "dra",
-    "kueue",
-    "admission",
-    "multikueue",
-    "serving",
-)
-
-CLUSTER_SCOPED_KINDS = frozenset(
-    {
-        "Namespace",
-        "ResourceFlavor",
-        "ClusterQueue",
-        "Cohort",
-        "WorkloadPriorityClass",
-        "AdmissionCheck",
-        "MultiKueueConfig",
-        "MultiKueueCluster",
-        "Topology",
-        "DeviceClass",
-        "ValidatingAdmissionPolicy",
-        "ValidatingAdmissionPolicyBinding",
-        "PriorityClass",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "NodePool",
-    }
-)
+# Components (SPEC §9) and their waves are declared in compiler.model.targets; the kinds each
+# lowering pass renders, with their scope, by the pass's module (compiler/lower/targets.py).
 
 
 @dataclass(frozen=True)

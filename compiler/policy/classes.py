@@ -9,48 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.model.fleet import Cluster, FullCut, MigCut, MpsCut, NodePool, TimeSlicingCut
-
-# What each cut isolates: the decision table shown in isolation diagnostics.
-ISOLATION_ALLOWS: dict[str, frozenset[str]] = {
-    "shared": frozenset({"full", "mig", "mps", "timeslicing"}),
-    "isolated": frozenset({"full", "mig"}),
-    "exclusive": frozenset({"full"}),
-}
-ISOLATION_TABLE = (
-    "isolation -> allowed cuts: shared: full, mig, mps, timeslicing (no memory/fault isolation); "
-    "isolated: full, mig (hardware-isolated memory and faults); exclusive: full cards only"
-)
-
-
-def mig_profile_slug(profile: str) -> str:
-    """``1g.10gb+me`` -> ``1g.10gb.me``: the form mig-parted uses in layout names, DNS-safe."""
-    return profile.replace("+", ".")
+from compiler.model.fleet import Cluster, NodePool
+from compiler.policy.cuts import CUT_MODES, CutMode, cut_mode
 
 
 def class_id(model: str, cut: str, *, profile: str | None = None, replicas: int | None = None) -> str:
-    if cut == "full":
-        return model
-    if cut == "mig":
-        assert profile is not None
-        return f"{model}-mig-{mig_profile_slug(profile)}"
-    if cut == "timeslicing":
-        return f"{model}-ts{replicas}"
-    if cut == "mps":
-        return f"{model}-mps{replicas}"
-    raise ValueError(cut)
+    """SPEC §9 class ID of a class of mode ``cut`` (the cut-mode table's ``class_id``)."""
+    return CUT_MODES[cut].class_id(model, profile, replicas)
 
 
 def device_plugin_resource(cut: str, *, profile: str | None, rename: bool) -> str:
     """Extended-resource name the NVIDIA device plugin advertises for a class (SPEC §9)."""
-    if cut == "mig":
-        assert profile is not None
-        # k8s-device-plugin internal/rm/rm.go: "mig-" + profile with "+" replaced by "."
-        # (1g.10gb+me -> nvidia.com/mig-1g.10gb.me).
-        return f"nvidia.com/mig-{mig_profile_slug(profile)}"
-    if cut in ("timeslicing", "mps") and rename:
-        return "nvidia.com/gpu.shared"
-    return "nvidia.com/gpu"
+    return CUT_MODES[cut].resource(profile, rename)
 
 
 def dra_resource(cid: str) -> str:
@@ -77,11 +47,15 @@ class GpuClass:
     id: str
     cluster: str
     model: str
-    cut: str  # full | mig | timeslicing | mps
+    cut: str  # a CUT_MODES name: full | mig | timeslicing | mps
     resource: str
     profile: str | None
     replicas: int | None
     slices: tuple[PoolSlice, ...]
+
+    @property
+    def mode(self) -> CutMode:
+        return CUT_MODES[self.cut]
 
     @property
     def pools(self) -> tuple[str, ...]:
@@ -106,16 +80,10 @@ class GpuClass:
 
 
 def pool_units(pool: NodePool, mig_per_node: dict[str, int] | None) -> list[tuple[str, str | None, int | None, int]]:
-    """(cut, profile, replicas, units per node) for each class a pool provides."""
-    cut = pool.cut
-    if isinstance(cut, FullCut):
-        return [("full", None, None, pool.gpus_per_node)]
-    if isinstance(cut, TimeSlicingCut):
-        return [("timeslicing", None, cut.replicas, pool.gpus_per_node * cut.replicas)]
-    if isinstance(cut, MpsCut):
-        return [("mps", None, cut.replicas, pool.gpus_per_node * cut.replicas)]
-    assert isinstance(cut, MigCut)
-    return [("mig", p, None, n) for p, n in sorted((mig_per_node or {}).items()) if n > 0]
+    """(cut, profile, replicas, units per node) for each class a pool provides (the cut-mode
+    table's capacity rule)."""
+    mode = cut_mode(pool.cut)
+    return [(mode.name, u.profile, u.replicas, u.per_node) for u in mode.units(pool, mig_per_node)]
 
 
 def derive_classes(
@@ -125,7 +93,8 @@ def derive_classes(
     node (already resolved and checked against the catalog)."""
     acc: dict[str, dict[str, object]] = {}
     for pool in cluster.pools:
-        rename = getattr(pool.cut, "rename_by_default", True)
+        shares = cut_mode(pool.cut).shares(pool.cut)
+        rename = shares.renamed if shares is not None else True
         for cut, profile, replicas, per_node in pool_units(pool, mig_per_node.get(pool.name)):
             cid = class_id(pool.model, cut, profile=profile, replicas=replicas)
             resource = dra_resource(cid) if cluster.dra else device_plugin_resource(cut, profile=profile, rename=rename)

@@ -19,13 +19,13 @@ from __future__ import annotations
 from typing import Iterator
 from urllib.parse import urlsplit
 
-from compiler.diagnostics import Diagnostic, Severity
-from compiler.model.manifest import COMPONENTS
+from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define
+from compiler.model.targets import COMPONENTS
 from compiler.policy.graph import Policy
-from compiler.rules import define
 
 BOOTSTRAP = "bootstrap"  # out/argocd/bootstrap: applied once by hand, synced by nothing
 CHART_KEYS = ("kueue-chart", "gpu-operator-chart", "dra-driver-chart")
+_PARTS = (*COMPONENTS, *CHART_KEYS)  # the per-cluster Applications besides the root
 # out/ folders gpupolicy owns besides the clusters' own.
 RESERVED = frozenset({"argocd", "reports", BOOTSTRAP})
 MAX_TRACKED_NAME = 63  # label-based resource tracking puts the app name in a label value
@@ -36,6 +36,7 @@ CLUSTER_NAME = define(
     "not `<other cluster>-<component>`.",
     "clusters:\n- name: onprem\n- name: cloud",
     "clusters:\n- name: onprem\n- name: onprem-kueue   # root app collides with onprem's kueue app",
+    scope=Scope.FLEET,
 )
 LONG_NAME = define(
     "GITOPS011",
@@ -43,7 +44,11 @@ LONG_NAME = define(
     "gitops: {project: gpupolicy}   # gpupolicy-onprem-gpu-operator-chart",
     "gitops: {project: a-very-long-project-name-of-forty-characters}",
     Severity.WARNING,
+    scope=Scope.FLEET,
 )
+
+
+RULES: tuple[Rule, ...] = (CLUSTER_NAME, LONG_NAME)
 
 
 def server(policy: Policy, cluster: str) -> str:
@@ -76,26 +81,32 @@ def app_name(policy: Policy, cluster: str, part: str | None = None) -> str:
     return base if part is None else f"{base}-{part}"
 
 
-def check_gitops(policy: Policy) -> Iterator[Diagnostic]:
-    src = policy.fleet_src
+@checks(CLUSTER_NAME)
+def check_cluster_names(policy: Policy) -> Iterator[Diagnostic]:
     names = [c.name for c in policy.fleet.spec.clusters]
-    parts = (*COMPONENTS, *CHART_KEYS)
     for ci, name in enumerate(names):
-        loc = src.locate(("spec", "clusters", ci, "name"))
+        loc = policy.fleet_src.locate(("spec", "clusters", ci, "name"))
         if name in RESERVED:
             yield CLUSTER_NAME.diag(f"cluster name {name!r} is reserved: out/{name}/ holds gpupolicy's own files",
                                     loc, hint="rename the cluster")
             continue
         for other in names:
-            for part in parts:
+            for part in _PARTS:
                 if other != name and name == f"{other}-{part}":
                     yield CLUSTER_NAME.diag(
                         f"cluster {name!r}: its root Application would be named like cluster {other!r}'s "
                         f"{part} Application ({app_name(policy, name)})", loc, hint="rename the cluster")
-        longest = max((app_name(policy, name, p) for p in parts), key=len)
+
+
+@checks(LONG_NAME)
+def check_tracked_names(policy: Policy) -> Iterator[Diagnostic]:
+    for ci, c in enumerate(policy.fleet.spec.clusters):
+        if c.name in RESERVED:
+            continue  # GITOPS001
+        longest = max((app_name(policy, c.name, p) for p in _PARTS), key=len)
         if len(longest) > MAX_TRACKED_NAME:
             yield LONG_NAME.diag(
                 f"Application {longest!r} is {len(longest)} characters; label-based tracking allows "
-                f"{MAX_TRACKED_NAME}", loc,
+                f"{MAX_TRACKED_NAME}", policy.fleet_src.locate(("spec", "clusters", ci, "name")),
                 hint="shorten spec.gitops.project or the cluster name, or keep Argo CD's default "
                 "annotation-based tracking")

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from compiler.policy.allocation import Allocation
 from compiler.catalog import Catalog
-from compiler.policy.classes import GpuClass
 from compiler.load.source import SourceFile
 from compiler.model.fleet import Cluster, Department, FleetFile
 from compiler.model.team import TeamFile
+from compiler.policy.allocation import Allocation
+from compiler.policy.classes import GpuClass
 
 
 def serving_namespace(team: str, declared: str | None) -> str:

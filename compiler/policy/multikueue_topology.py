@@ -22,12 +22,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator, Sequence
 
-from compiler.policy.classes import GpuClass
-from compiler.diagnostics import Diagnostic, Location, Severity
-from compiler.model.inventory import Inventory
+from compiler.diagnostics import Diagnostic, Location, Rule, Scope, Severity, checks, define
 from compiler.model.fleet import Cluster
+from compiler.model.inventory import Inventory
+from compiler.policy.classes import GpuClass
 from compiler.policy.graph import Policy
-from compiler.rules import define
 
 CONTROLLER = "kueue.x-k8s.io/multikueue"
 ADMISSION_CHECK = "multikueue"  # AdmissionCheck and MultiKueueConfig name on the manager
@@ -39,6 +38,7 @@ WORKERS = define(
     "manager itself (MultiKueueConfig holds at most 20 clusters).",
     "- name: hub\n  multikueue: {role: manager, workers: [gpu-a, gpu-b]}",
     "- name: hub\n  multikueue: {role: manager, workers: [hub]}   # itself",
+    scope=Scope.FLEET,
 )
 WORKER_ROLE = define(
     "GITOPS002",
@@ -46,6 +46,7 @@ WORKER_ROLE = define(
     "listed by some manager.",
     "- name: gpu-a\n  multikueue: {role: worker, kubeconfigSecret: gpu-a-kubeconfig}",
     "- name: gpu-a   # listed in hub's workers but declares no multikueue role",
+    scope=Scope.FLEET,
 )
 SAME_RESOURCES = define(
     "GITOPS003",
@@ -53,6 +54,7 @@ SAME_RESOURCES = define(
     "the resource names its workers use.",
     "hub: {dra: false}; gpu-a: {dra: false}",
     "hub: {dra: false}; gpu-a: {dra: true}   # the manager counts nvidia.com/gpu, the worker DRA claims",
+    scope=Scope.FLEET,
 )
 MIRROR = define(
     "GITOPS004",
@@ -60,6 +62,7 @@ MIRROR = define(
     "of its workers (MultiKueue creates the workload copy in the same namespace and LocalQueue).",
     "namespaces:\n- {name: ml-train, clusters: [hub, gpu-a]}\nbudgets:\n- {cluster: hub, ...}\n- {cluster: gpu-a, ...}",
     "namespaces:\n- {name: ml-train, clusters: [hub]}   # worker gpu-a lacks ml-train",
+    scope=Scope.POLICY,
 )
 UNRUNNABLE = define(
     "GITOPS005",
@@ -68,6 +71,7 @@ UNRUNNABLE = define(
     "budgets:\n- {cluster: hub, class: h100-80gb}\n- {cluster: gpu-a, class: h100-80gb}",
     "budgets:\n- {cluster: hub, class: h100-80gb}   # no worker budget for h100-80gb",
     Severity.WARNING,
+    scope=Scope.POLICY,
 )
 ONE_CHECK = define(
     "GITOPS006",
@@ -75,6 +79,7 @@ ONE_CHECK = define(
     "(Kueue marks such a queue inactive).",
     "admissionChecksStrategy:\n  admissionChecks: [{name: multikueue}]",
     "admissionChecksStrategy:\n  admissionChecks: [{name: multikueue}, {name: multikueue-eu}]",
+    scope=Scope.OUTPUT,
 )
 IDLE_POOLS = define(
     "GITOPS007",
@@ -82,6 +87,12 @@ IDLE_POOLS = define(
     "- name: hub\n  multikueue: {role: manager, workers: [gpu-a]}\n  pools: []",
     "- name: hub\n  multikueue: {role: manager, workers: [gpu-a]}\n  pools: [{name: h100, ...}]   # never used",
     Severity.WARNING,
+    scope=Scope.FLEET,
+)
+
+
+RULES: tuple[Rule, ...] = (
+    WORKERS, WORKER_ROLE, SAME_RESOURCES, MIRROR, UNRUNNABLE, ONE_CHECK, IDLE_POOLS,
 )
 
 
@@ -146,6 +157,7 @@ def _budget_clusters(policy: Policy) -> dict[str, set[tuple[str, str]]]:
     return {t.name: {(b.cluster, b.class_) for b in t.model.spec.budgets} for t in policy.teams}
 
 
+@checks(WORKERS, WORKER_ROLE, SAME_RESOURCES, IDLE_POOLS)  # one pass over the managers' worker lists
 def check_multikueue(policy: Policy) -> Iterator[Diagnostic]:
     src = policy.fleet_src
     spec = policy.fleet.spec
@@ -203,10 +215,10 @@ def check_multikueue(policy: Policy) -> Iterator[Diagnostic]:
             yield WORKER_ROLE.diag(f"cluster {c.name!r} is a MultiKueue worker but no manager lists it",
                                    src.locate(("spec", "clusters", ci, "multikueue", "role")),
                                    severity=Severity.WARNING, hint="add it to a manager's workers")
-    yield from _check_mirror(policy)
 
 
-def _check_mirror(policy: Policy) -> Iterator[Diagnostic]:
+@checks(MIRROR, UNRUNNABLE)  # one pass over the teams queued on a manager
+def check_mirror(policy: Policy) -> Iterator[Diagnostic]:
     budgets = _budget_clusters(policy)
     for manager in policy.fleet.spec.clusters:
         workers = [w for w in workers_of(manager) if w in policy.clusters]

@@ -7,17 +7,18 @@ only connects a ``NodePool`` of the fleet file to it and places the problems in 
 from __future__ import annotations
 
 from compiler.catalog import Catalog
-from compiler.diagnostics import Diagnostic
+from compiler.diagnostics import Diagnostic, Rule, Scope, define
 from compiler.load.source import SourceFile, YamlPath
 from compiler.mig import MigProblem, check_pool_layout, instances, resolve_layout
-from compiler.model.fleet import MigCut, NodePool
-from compiler.rules import define
+from compiler.model.fleet import NodePool
+from compiler.policy.cuts import mig_cut
 
 MIG_SHAPE = define(
     "MIG010",
     "A MIG cut names either a layout or per-device profiles, and the devices add up to the node's GPUs.",
     "cut: {mode: mig, devices: [{gpus: 8, profiles: {3g.40gb: 2}}]}   # gpusPerNode: 8",
     "cut: {mode: mig, devices: [{gpus: 4, profiles: {3g.40gb: 2}}]}   # gpusPerNode: 8",
+    scope=Scope.FLEET,
 )
 
 MIG_MIXED_ONLY = define(
@@ -26,13 +27,17 @@ MIG_MIXED_ONLY = define(
     "cluster-wide (SPEC §9), so a pool cannot ask for single.",
     "cut: {mode: mig, layout: all-1g.10gb, strategy: mixed}",
     "cut: {mode: mig, layout: all-1g.10gb, strategy: single}",
+    scope=Scope.FLEET,
 )
+
+
+RULES: tuple[Rule, ...] = (MIG_SHAPE, MIG_MIXED_ONLY)
 
 
 def shape_problem(pool: NodePool) -> str | None:
     """Why a MIG cut has no per-GPU layout at all (MIG010), or None."""
-    cut = pool.cut
-    assert isinstance(cut, MigCut)
+    cut = mig_cut(pool.cut)
+    assert cut is not None
     if (cut.layout is None) == (cut.devices is None):
         return "give exactly one of cut.layout and cut.devices"
     if cut.devices is not None:
@@ -44,8 +49,8 @@ def shape_problem(pool: NodePool) -> str | None:
 
 def pool_mig_devices(pool: NodePool, catalog: Catalog) -> tuple[list[dict[str, int]] | None, list[MigProblem], str]:
     """Per-GPU profile counts for one node of a MIG pool, the problems, and the key they concern."""
-    cut = pool.cut
-    assert isinstance(cut, MigCut)
+    cut = mig_cut(pool.cut)
+    assert cut is not None
     model = catalog.get(pool.model)
     if model is None:
         return None, [], "model"  # reported as an unknown reference by the semantic checks
@@ -70,8 +75,8 @@ def pool_mig_instances(
     pool: NodePool, catalog: Catalog, src: SourceFile, base: YamlPath
 ) -> tuple[dict[str, int] | None, list[Diagnostic]]:
     """MIG instances per node by profile (None for non-MIG pools or broken layouts)."""
-    cut = pool.cut
-    if not isinstance(cut, MigCut):
+    cut = mig_cut(pool.cut)
+    if cut is None:
         return None, []
     cut_path = base + ("cut",)
     problem = shape_problem(pool)

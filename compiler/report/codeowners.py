@@ -19,6 +19,11 @@ deciding; several owners on one line means any one of them suffices. So:
 A team PR therefore needs platform approval only when it changes something shared: output
 derived from several teams or from the fleet alone (e.g. a first budget on a cluster adds a
 department's Cohort, a first serving deployment adds the cluster's serving Application).
+
+Ownership is read per file from its sources, not from a table of kinds: each lowering target
+declares its CODEOWNERS scope (``Target.scope`` in ``compiler.model.targets``: ``"cluster"`` =
+platform, ``"team"`` = the team), and ``tests/test_targets.py`` checks that its passes name exactly
+the sources that scope implies (no team file, or the one team's file).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from compiler.model.inventory import Inventory
-from compiler.lower.kueue import spare_cohort_files
+from compiler.policy.cohorts import spare_cohort_files
 from compiler.policy.graph import Policy
 
 # Shared generated files (relative to out/, or to the repository root with a leading "/").

@@ -15,18 +15,18 @@ from __future__ import annotations
 from collections import defaultdict
 
 from compiler.emit.tree import dump_yaml
-from compiler.policy.gitops_names import BOOTSTRAP, app_name, root_project, server
-from compiler.lower.argocd import (
+from compiler.model.inventory import Inventory
+from compiler.model.manifest import Manifest
+from compiler.model.targets import (
     BUILTIN_GROUPS,
     CHART_WAVE,
     COMPONENT_WAVES,
     DEFAULT_WAVE,
     PROJECT_WAVE,
 )
-from compiler.model.inventory import Inventory
-from compiler.model.manifest import Manifest
-from compiler.policy.multikueue_topology import kubeconfig_secret, workers_of
+from compiler.policy.gitops_names import BOOTSTRAP, app_name, root_project, server
 from compiler.policy.graph import Policy
+from compiler.policy.multikueue_topology import kubeconfig_secret, workers_of
 
 HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
 # A child Application is as healthy as it reports itself; until it has reported, it is progressing

@@ -5,10 +5,14 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from compiler.policy.allocation import TeamAllocation
 from compiler.emit.jsonfast import dumps_sorted_indent2
-from compiler.lower.kueue import spare_capacity, spare_cohort
+from compiler.policy.allocation import TeamAllocation
+from compiler.policy.cohorts import spare_capacity, spare_cohort
 from compiler.policy.graph import Policy
+from compiler.report.attribution import attribution_report
+from compiler.report.dra import dra_report
+from compiler.report.node_contract import contract_files
+from compiler.serving.plan import serving_report
 
 
 def policy_hash(policy: Policy) -> str:
@@ -51,9 +55,6 @@ def allocation_data(policy: Policy) -> dict[str, Any]:
             "unguaranteed": (spare := spare_capacity(policy, cname)),
             "unguaranteedCohort": spare_cohort(policy, cname) if spare else None,
         }
-    from compiler.dra import dra_report
-    from compiler.lower.attribution import attribution_report
-    from compiler.serving.plan import serving_report
 
     members: dict[str, list[str]] = {}
     for t in policy.teams:
@@ -156,8 +157,6 @@ def render_markdown(policy: Policy) -> bytes:
 
 
 def _serving_section(policy: Policy) -> list[str]:
-    from compiler.serving.plan import serving_report
-
     rows = serving_report(policy)
     if not rows:
         return []
@@ -186,8 +185,6 @@ def _serving_section(policy: Policy) -> list[str]:
 
 
 def _accounting_section(policy: Policy) -> list[str]:
-    from compiler.dra import dra_report
-
     lines = ["## GPU accounting path per cluster", ""]
     for cluster, entry in sorted(dra_report(policy).items()):
         lines.append(f"- **{cluster}**: `{entry['path']}`")
@@ -199,8 +196,6 @@ def _accounting_section(policy: Policy) -> list[str]:
 
 
 def _attribution_section(policy: Policy) -> list[str]:
-    from compiler.lower.attribution import attribution_report
-
     required = ", ".join(f"`{k}`" for k in policy.fleet.spec.admission.required_labels)
     lines = ["## Who held which GPU (audit attribution)", "",
              f"Admission requires {required} and `kueue.x-k8s.io/queue-name` on every GPU workload; Kueue copies "
@@ -216,6 +211,4 @@ def _attribution_section(policy: Policy) -> list[str]:
 def policy_reports(policy: Policy) -> dict[str, bytes]:
     """The ``out/`` files that describe the whole policy: REPORT.md, allocation.json and the
     node contracts of clusters without Karpenter (``out/reports/``)."""
-    from compiler.lower.nodecontract import contract_files
-
     return {"REPORT.md": render_markdown(policy), "allocation.json": render_json(policy), **contract_files(policy)}

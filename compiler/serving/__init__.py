@@ -5,7 +5,7 @@ Lowering to Kubernetes objects is ``compiler.lower.serving``."""
 from __future__ import annotations
 
 from compiler.serving.architectures import ARCHITECTURES, Architecture, by_hub_id, resolve_architecture
-from compiler.serving.plan import DEFAULT_VLLM_IMAGE, Resolved, deployments, serving_report, vllm_image
+from compiler.serving.plan import Resolved, deployments, serving_report
 from compiler.serving.sizing import (
     GIB,
     KIB,
@@ -25,7 +25,6 @@ from compiler.serving.sizing import (
 __all__ = [
     "ARCHITECTURES",
     "Architecture",
-    "DEFAULT_VLLM_IMAGE",
     "GIB",
     "KIB",
     "KV_ELEMENT_BYTES",
@@ -43,6 +42,5 @@ __all__ = [
     "size",
     "tp_problem",
     "tpot_bound_ms",
-    "vllm_image",
     "weight_bytes",
 ]

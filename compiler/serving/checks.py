@@ -1,6 +1,6 @@
 """Serving rules SERVE002-SERVE018: a deployment fits its GPUs, its pool and its SLA.
 
-SERVE001 (serving only on serving pools) lives in ``compiler.validate.semantic``. Each rule here
+SERVE001 (serving only on serving pools) lives in ``compiler.validate.teams``. Each rule here
 is located at the key of the team file that decides it, with the numbers in the message.
 """
 
@@ -10,11 +10,10 @@ import re
 from collections import defaultdict
 from typing import Iterator
 
-from compiler.diagnostics import did_you_mean
-from compiler.diagnostics import Diagnostic, Severity
-from compiler.model.fleet import FullCut
+from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define, did_you_mean
+from compiler.policy.cuts import cut_mode
 from compiler.policy.graph import Policy
-from compiler.rules import define
+from compiler.policy.labels import LABEL_DATA_CLASS, LABEL_MODEL, LABEL_TEAM
 from compiler.serving.architectures import ARCHITECTURES, gated_hub_id
 from compiler.serving.plan import Resolved, deployments, model_label
 from compiler.serving.sizing import GIB, KIB, pool_gpus, tp_problem
@@ -23,81 +22,88 @@ MEMORY = define(
     "SERVE002", "A replica's weights plus the KV cache for maxModelLen x concurrentSequences fit GPU memory x "
     "tensorParallel x gpuMemoryUtilization.",
     "# llama-3.1-70b bf16 on 4 x H200: 131 GiB weights + 80 GiB KV <= 505 GiB",
-    "# llama-3.1-70b bf16 on 1 x L40S: 131 GiB of weights alone exceed 40 GiB")
+    "# llama-3.1-70b bf16 on 1 x L40S: 131 GiB of weights alone exceed 40 GiB", scope=Scope.POLICY)
 TP_HEADS = define(
     "SERVE003", "tensorParallel divides the model's attention heads, and its KV heads divide or are divided by it "
     "(vLLM asserts both).",
     "architecture: llama-3.1-70b   # 64 heads, 8 KV heads\ntensorParallel: 4",
-    "architecture: llama-3.1-70b\ntensorParallel: 3")
+    "architecture: llama-3.1-70b\ntensorParallel: 3", scope=Scope.POLICY)
 TP_NODE = define(
     "SERVE004", "tensorParallel is at most the pool's GPUs per node: a vLLM replica runs on one node here.",
     "pool: h200-serve   # 8 GPUs per node\ntensorParallel: 4",
-    "pool: l40s-serve   # 4 GPUs per node\ntensorParallel: 8")
+    "pool: l40s-serve   # 4 GPUs per node\ntensorParallel: 8", scope=Scope.POLICY)
 REPLICAS_POOL = define(
     "SERVE005", "replicas.min x tensorParallel fits the serving pool's GPUs, whole replicas per node (error); "
     "replicas.max x tensorParallel should too (warning: autoscaling stalls with pending pods).",
     "# pool of 16 GPUs\ntensorParallel: 4\nreplicas: {min: 2, max: 4}",
-    "# pool of 16 GPUs\ntensorParallel: 4\nreplicas: {min: 5, max: 6}")
+    "# pool of 16 GPUs\ntensorParallel: 4\nreplicas: {min: 5, max: 6}", scope=Scope.POLICY)
 POOL_SUM = define(
     "SERVE006", "All deployments on one serving pool fit it together: the sum of min replicas x TP fits (error), "
     "the sum of max replicas x TP should (warning).",
     "# pool of 8 GPUs: a {min: 2, TP 2} + b {min: 4, TP 1} = 8",
-    "# pool of 8 GPUs: a {min: 3, TP 2} + b {min: 4, TP 1} = 10")
+    "# pool of 8 GPUs: a {min: 3, TP 2} + b {min: 4, TP 1} = 10", scope=Scope.POLICY)
 TPOT = define(
     "SERVE007", "The TPOT p95 target is not below the memory-bandwidth floor (weight bytes per GPU / bandwidth); "
     "a warning when the GPU's bandwidth figure is unsourced.",
     "# 70B bf16, TP 4 on H200 (4.8 TB/s): floor 7.3 ms\nsla: {tpotP95Ms: 50}",
-    "# 70B bf16, TP 1 on L40S (864 GB/s): floor 163 ms\nsla: {tpotP95Ms: 50}")
+    "# 70B bf16, TP 1 on L40S (864 GB/s): floor 163 ms\nsla: {tpotP95Ms: 50}", scope=Scope.POLICY)
 ARCH = define(
     "SERVE008", "A deployment's architecture is known: a built-in catalog key, an inline architecture, or a hub id "
     "the catalog lists.",
-    "architecture: llama-3.1-8b", "architecture: llama-3.1-9b")
+    "architecture: llama-3.1-8b", "architecture: llama-3.1-9b", scope=Scope.POLICY)
 FULL_CARD = define(
     "SERVE009", "Serving pools are cut as full cards: no time-slicing or MPS (no memory or fault isolation) and no "
     "MIG (vLLM tensor parallelism cannot span MIG instances).",
     "- name: h200-serve\n  serving: true\n  cut: {mode: full}",
-    "- name: l4-serve\n  serving: true\n  cut: {mode: timeslicing, replicas: 4}")
+    "- name: l4-serve\n  serving: true\n  cut: {mode: timeslicing, replicas: 4}", scope=Scope.POLICY)
 SINGLE_REPLICA = define(
     "SERVE010", "A serving deployment keeps at least two replicas: with one, a node drain either blocks or takes "
     "the model down.",
-    "replicas: {min: 2, max: 4}", "replicas: {min: 1, max: 4}", Severity.WARNING)
+    "replicas: {min: 2, max: 4}", "replicas: {min: 1, max: 4}", Severity.WARNING, scope=Scope.POLICY)
 MIN_MAX = define(
     "SERVE011", "replicas.min is at most replicas.max.",
-    "replicas: {min: 2, max: 4}", "replicas: {min: 4, max: 2}")
+    "replicas: {min: 2, max: 4}", "replicas: {min: 4, max: 2}", scope=Scope.POLICY)
 IDLE_AUTOSCALER = define(
     "SERVE012", "Autoscaling needs room: replicas.max is above replicas.min.",
     "replicas: {min: 2, max: 6}\nautoscaling: {kind: keda}", "replicas: {min: 2, max: 2}\nautoscaling: {kind: keda}",
-    Severity.WARNING)
+    Severity.WARNING, scope=Scope.POLICY)
 PRIORITY = define(
     "SERVE013", "The serving PriorityClass value is above every priority tier, so serving pods are never the "
     "first preempted.",
     "defaults: {servingPriorityValue: 1000000}\npriorities: [{name: production, value: 1000}]",
-    "defaults: {servingPriorityValue: 500}\npriorities: [{name: production, value: 1000}]")
+    "defaults: {servingPriorityValue: 500}\npriorities: [{name: production, value: 1000}]", scope=Scope.POLICY)
 AUTOSCALER = define(
     "SERVE014", "Autoscaling can work: KEDA needs a prometheusAddress to read vllm:num_requests_waiting, and an HPA "
     "needs replicas.min >= 1.",
     "autoscaling: {kind: keda, prometheusAddress: 'http://prometheus.monitoring:9090'}",
-    "autoscaling: {kind: keda}   # no prometheusAddress")
+    "autoscaling: {kind: keda}   # no prometheusAddress", scope=Scope.POLICY)
 NAMES = define(
     "SERVE015", "Serving names start with a letter (they name a Service) and are unique: within a team and cluster, "
     "and among deployments exposed through one Gateway (the name is the served model name routes match on).",
-    "# nlp: chat; search: query-rewrite (same gateway)", "# nlp: chat; vision: chat (same gateway)")
+    "# nlp: chat; search: query-rewrite (same gateway)", "# nlp: chat; vision: chat (same gateway)", scope=Scope.POLICY)
 CACHE = define(
     "SERVE016", "The model cache volume holds the weights.",
-    "# 8B bf16 (15 GiB)\ncache: {size: 50Gi}", "# 70B bf16 (131 GiB)\ncache: {size: 100Gi}", Severity.WARNING)
+    "# 8B bf16 (15 GiB)\ncache: {size: 50Gi}", "# 70B bf16 (131 GiB)\ncache: {size: 100Gi}", Severity.WARNING,
+    scope=Scope.POLICY)
 CONTEXT = define(
     "SERVE017", "maxModelLen is within the model's context length (vLLM refuses to start otherwise).",
     "architecture: llama-3.1-8b   # 131072\nmaxModelLen: 8192",
-    "architecture: qwen2.5-7b   # 32768\nmaxModelLen: 65536")
+    "architecture: qwen2.5-7b   # 32768\nmaxModelLen: 65536", scope=Scope.POLICY)
 LABELS = define(
     "SERVE018", "The labels serving pods carry (team, model, data class) satisfy the fleet's admission allowedValues.",
     "allowedValues: {gpupolicy.dev/data-class: [public, pii]}\n# serving dataClass: pii",
-    "allowedValues: {gpupolicy.dev/data-class: [public]}\n# serving dataClass: pii")
+    "allowedValues: {gpupolicy.dev/data-class: [public]}\n# serving dataClass: pii", scope=Scope.POLICY)
 
 GATED = define(
     "SERVE019", "A model from a gated hub repository has a hub token (vLLM's download fails with 401 without one).",
     "model: meta-llama/Llama-3.1-8B-Instruct\nsecrets: {hubToken: {name: hf-token, key: token}}",
-    "model: meta-llama/Llama-3.1-8B-Instruct   # no secrets.hubToken", Severity.WARNING)
+    "model: meta-llama/Llama-3.1-8B-Instruct   # no secrets.hubToken", Severity.WARNING, scope=Scope.POLICY)
+
+
+RULES: tuple[Rule, ...] = (
+    MEMORY, TP_HEADS, TP_NODE, REPLICAS_POOL, POOL_SUM, TPOT, ARCH, FULL_CARD, SINGLE_REPLICA, MIN_MAX,
+    IDLE_AUTOSCALER, PRIORITY, AUTOSCALER, NAMES, CACHE, CONTEXT, LABELS, GATED,
+)
 
 _QUANTITY = re.compile(r"^(\d+)(Mi|Gi|Ti)$")
 _UNITS = {"Mi": 1 << 20, "Gi": GIB, "Ti": 1 << 40}
@@ -107,6 +113,7 @@ def _gib(v: float) -> str:
     return f"{v / GIB:.2f} GiB"
 
 
+@checks(*RULES)  # not split: one pass over the resolved deployments, whose sizing several rules share
 def check_serving(policy: Policy) -> Iterator[Diagnostic]:
     resolved = list(deployments(policy))
     for r in resolved:
@@ -171,7 +178,7 @@ def _check_one(policy: Policy, r: Resolved) -> Iterator[Diagnostic]:
     if r.pool is None or r.cluster is None:
         return  # FLEET002 / SERVE001 report unknown clusters and pools
     gpus = pool_gpus(r.pool)
-    if not isinstance(r.pool.cut, FullCut):
+    if not cut_mode(r.pool.cut).serves:
         yield FULL_CARD.diag(f"serving {d.name!r}: pool {r.pool.name!r} is cut as {r.pool.cut.mode}; serving needs "
                              "whole cards", at("pool"),
                              hint="cut serving pools with mode: full (time-slicing/MPS share memory with no "
@@ -235,9 +242,6 @@ def _check_one(policy: Policy, r: Resolved) -> Iterator[Diagnostic]:
 
 
 def _check_labels(policy: Policy, r: Resolved) -> Iterator[Diagnostic]:
-    # imported here: compiler.lower imports compiler.validate.semantic, which imports this module
-    from compiler.lower.common import LABEL_DATA_CLASS, LABEL_MODEL, LABEL_TEAM
-
     allowed = policy.fleet.spec.admission.allowed_values
     d = r.dep
     for key, value, field in ((LABEL_TEAM, r.team.name, "name"), (LABEL_MODEL, model_label(d.model), "model"),

@@ -8,14 +8,11 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from compiler.catalog import GpuModel
-from compiler.model.fleet import Cluster, NodePool, Versions
+from compiler.model.fleet import Cluster, NodePool
 from compiler.model.team import ServingDeployment
-from compiler.policy.graph import Policy, Team
+from compiler.policy.graph import Policy, Team, serving_namespace
 from compiler.serving.architectures import Architecture, resolve_architecture
 from compiler.serving.sizing import Sizing, pool_gpus, size
-
-# Used when neither the cluster nor the fleet pins versions.vllmImage (SPEC §9: pinned by default).
-DEFAULT_VLLM_IMAGE = "vllm/vllm-openai:v0.11.0"
 
 
 def model_label(model: str) -> str:
@@ -41,8 +38,6 @@ class Resolved:
     @property
     def namespace(self) -> str:
         """The team's serving namespace (outside Kueue)."""
-        from compiler.policy.graph import serving_namespace
-
         return serving_namespace(self.team.name, self.team.model.spec.serving_namespace)
 
     @property
@@ -65,11 +60,6 @@ def deployments(policy: Policy, cluster: str | None = None) -> Iterator[Resolved
         for i, dep in enumerate(team.model.spec.serving):
             if cluster is None or dep.cluster == cluster:
                 yield resolve(policy, team, i, dep)
-
-
-def vllm_image(policy: Policy, cluster: Cluster) -> str:
-    pinned: Versions = cluster.versions
-    return pinned.vllm_image or policy.fleet.spec.versions.vllm_image or DEFAULT_VLLM_IMAGE
 
 
 def serving_report(policy: Policy) -> list[dict[str, Any]]:

@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from compiler.diagnostics import Diagnostic, UsageError, has_errors
-from compiler.tools.diff_flags import Flag, find_flags
 from compiler.emit.tree import render_tree
 from compiler.model.manifest import Manifest
-from compiler.pipeline import Options, compile_policies
+from compiler.pipeline.options import Options
+from compiler.pipeline.run import compile_policies
 from compiler.policy.graph import Policy
+from compiler.tools.diff_flags import Flag, find_flags
 
 DIFF_LINES = 40  # per modified manifest
 

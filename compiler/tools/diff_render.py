@@ -8,6 +8,8 @@ import sys
 from dataclasses import asdict
 from typing import Any, Callable
 
+from compiler.cli.render import FORMATS, choose_format
+from compiler.diagnostics import EXIT_OK, EXIT_POLICY, sort_diagnostics
 from compiler.tools.diff import DiffReport, Row, TeamDelta, run_diff
 
 MARKER = "<!-- gpupolicy-diff -->"  # lets CI find and update its own PR comment
@@ -141,9 +143,6 @@ RENDERERS: dict[str, Callable[[DiffReport], str]] = {"markdown": render_markdown
 
 def diff_command(opts: Any, ns: argparse.Namespace) -> int:
     """Exit 0 with the report on stdout; 1 if the working tree does not compile; 2 on bad usage."""
-    from compiler.cli.render import FORMATS, choose_format
-    from compiler.diagnostics import EXIT_OK, EXIT_POLICY, sort_diagnostics
-
     report, diags = run_diff(opts, ns.base)
     if report is None:  # the working tree does not compile: say why
         FORMATS[choose_format(None)](sort_diagnostics(diags), opts.root, sys.stderr, sys.stderr.isatty())

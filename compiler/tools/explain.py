@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from compiler.lower.common import LABEL_QUEUE
-from compiler.lower.kueue import borrowable_spare, spare_cohort, training_namespaces
+from compiler.policy.cohorts import borrowable_spare, spare_cohort
 from compiler.policy.graph import Policy
+from compiler.policy.labels import LABEL_QUEUE
+from compiler.policy.queues import training_namespaces
 
 
 def explain_team(policy: Policy, name: str) -> str:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.lower.kueue import borrowable_spare, manager_config, resource_groups, training_namespaces
+from compiler.policy.cohorts import borrowable_spare
 from compiler.policy.graph import Policy
+from compiler.policy.kueue_manager import manager_config
+from compiler.policy.queues import resource_groups, training_namespaces
 
 
 @dataclass(frozen=True)

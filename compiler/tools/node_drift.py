@@ -13,14 +13,14 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from compiler.lower.common import LABEL_POOL, SERVING_NODE_LABEL, SERVING_TAINT_KEY
-from compiler.lower.nodecontract import (
+from compiler.policy.graph import Policy
+from compiler.policy.labels import LABEL_POOL, SERVING_NODE_LABEL, SERVING_TAINT_KEY
+from compiler.policy.node_contract import (
     GFD_PRODUCT,
     MIG_STATE,
     PoolContract,
     pool_contracts,
 )
-from compiler.policy.graph import Policy
 
 DRIFT = "drift"
 INFO = "info"

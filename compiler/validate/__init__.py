@@ -2,23 +2,36 @@
 
 from __future__ import annotations
 
-from compiler.policy.allocation import build_allocation
 from compiler.catalog import Catalog, builtin_catalog
-from compiler.policy.classes import derive_classes
 from compiler.diagnostics import Diagnostic, has_errors
-from compiler.load.source import PolicySources
+from compiler.load.source import LOAD_LIMIT, PolicySources
+from compiler.policy.allocation import build_allocation
+from compiler.policy.classes import derive_classes
+from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import with_worker_classes
 from compiler.policy.partition import pool_mig_instances
-from compiler.policy.graph import Policy, Team
+from compiler.validate.driver import run_checks
 from compiler.validate.schema import parse_fleet, parse_team
-from compiler.validate.semantic import run_checks
 
 MAX_TEAMS = 5000
 
 
-def build_policy(sources: PolicySources, *, checks: bool = True) -> tuple[Policy | None, list[Diagnostic]]:
-    """Schema-check every file, assemble the ``Policy`` and run the semantic rules (unless
-    ``checks=False``: compiler.cache.incremental runs them beside lowering, in a second process).
+__all__ = ["assemble_policy", "build_policy", "run_checks"]
+
+
+def build_policy(sources: PolicySources) -> tuple[Policy | None, list[Diagnostic]]:
+    """The whole validate stage: ``assemble_policy``, then the semantic rules (``run_checks``).
+    For commands and tests that want a validated policy without lowering it; the pipeline runs
+    the two steps itself, the rules beside lowering."""
+    policy, diags = assemble_policy(sources)
+    if policy is None:
+        return None, diags
+    return policy, diags + run_checks(policy)
+
+
+def assemble_policy(sources: PolicySources) -> tuple[Policy | None, list[Diagnostic]]:
+    """Schema-check every file and assemble the ``Policy`` with its derived facts (classes,
+    capacity, allocation).
 
     Returns ``None`` when the files are too broken to assemble a policy; all diagnostics found
     so far are returned either way (one bad team file never hides another's problems)."""
@@ -36,8 +49,6 @@ def build_policy(sources: PolicySources, *, checks: bool = True) -> tuple[Policy
     if fleet is None or sources.fleet is None or has_errors(diags):
         return None, diags
     if len(teams) > MAX_TEAMS:
-        from compiler.load.source import LOAD_LIMIT
-
         diags.append(LOAD_LIMIT.diag(f"{len(teams)} team files, over the limit of {MAX_TEAMS}",
                                      sources.fleet.locate(())))
         return None, diags
@@ -63,7 +74,4 @@ def build_policy(sources: PolicySources, *, checks: bool = True) -> tuple[Policy
         fleet.spec.defaults.budget,
         capacity,
     )
-    policy = Policy(fleet, sources.fleet, tuple(teams), catalog, classes, allocation)
-    if checks:
-        diags.extend(run_checks(policy))
-    return policy, diags
+    return Policy(fleet, sources.fleet, tuple(teams), catalog, classes, allocation), diags

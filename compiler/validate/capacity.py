@@ -1,62 +1,66 @@
-"""Capacity rules: guarantees against the hardware, lending, department caps, borrowing that
-can be met. They read the allocation model (``compiler.policy.allocation``) and the policy only."""
+"""Capacity rules (KUEUE001-004, 006, 007): guarantees against the hardware, lending, department
+caps, borrowing that can be met, each with its one check. They read the allocation model
+(``compiler.policy.allocation``) and the policy only."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Iterator
 
+from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define
 from compiler.policy.allocation import TeamAllocation
-from compiler.diagnostics import Diagnostic, Severity
-from compiler.lower.kueue import borrowable_spare, root_departments, spare_capacity, spare_cohort
-from compiler.policy.multikueue_topology import is_manager
+from compiler.policy.cohorts import borrowable_spare, root_departments, spare_capacity, spare_cohort
 from compiler.policy.graph import Policy
-from compiler.rules import define
+from compiler.policy.multikueue_topology import is_manager
 
 OVER_CAPACITY = define(
     "KUEUE001", "Guaranteed GPUs of a class on a cluster fit the physical capacity of the pools behind "
     "it (serving-reserved pools excluded).",
-    "# 4 nodes x 8 H100 = 32; teams guarantee 16 + 16", "# 4 nodes x 8 H100 = 32; teams guarantee 24 + 16")
+    "# 4 nodes x 8 H100 = 32; teams guarantee 16 + 16", "# 4 nodes x 8 H100 = 32; teams guarantee 24 + 16",
+    scope=Scope.POLICY)
 LEND_OVER = define(
     "KUEUE002", "A team lends at most what it is guaranteed (Kueue: lendingLimit <= nominalQuota).",
-    "guaranteed: 8\nlend: 4", "guaranteed: 4\nlend: 8")
+    "guaranteed: 8\nlend: 4", "guaranteed: 4\nlend: 8", scope=Scope.POLICY)
 DEPT_CAP = define(
     "KUEUE003", "The teams of a department (and its sub-departments) guarantee no more than the "
     "department's cap for that cluster and class.",
     "caps: [{cluster: onprem, class: h100, max: 16}]   # teams: 8 + 8",
-    "caps: [{cluster: onprem, class: h100, max: 16}]   # teams: 12 + 8")
+    "caps: [{cluster: onprem, class: h100, max: 16}]   # teams: 12 + 8", scope=Scope.POLICY)
 BORROW_NEVER = define(
     "KUEUE004", "A borrowing limit can be met: it does not exceed what the rest of the cohort tree can "
     "ever lend of that class (other teams' lendable guarantees plus the GPUs no team is guaranteed).",
     "# others lend 16 of h100\nborrow: 8", "# others lend 0 of h100, all 32 guaranteed\nborrow: 8",
-    Severity.WARNING)
+    Severity.WARNING, scope=Scope.POLICY)
 SPARE_STRANDED = define(
     "KUEUE007", "GPUs no team is guaranteed can be borrowed: the cluster's queues sit under one root "
     "department, whose Cohort holds them (Kueue lends only within a cohort tree).",
     "# departments research and product under ai; 16 of 64 H100 unguaranteed",
-    "# root departments research and product; 16 of 64 H100 unguaranteed", Severity.WARNING)
+    "# root departments research and product; 16 of 64 H100 unguaranteed", Severity.WARNING, scope=Scope.POLICY)
 CHILD_OVER_PARENT = define(
     "KUEUE006", "A sub-department's cap does not exceed its parent department's cap.",
-    "# parent cap 32, child cap 16", "# parent cap 16, child cap 32")
+    "# parent cap 32, child cap 16", "# parent cap 16, child cap 32", scope=Scope.FLEET)
 
 
-def check_capacity(policy: Policy) -> Iterator[Diagnostic]:
-    alloc = policy.allocation
-    teams = {t.name: t for t in policy.teams}
+RULES: tuple[Rule, ...] = (
+    OVER_CAPACITY, LEND_OVER, DEPT_CAP, BORROW_NEVER, SPARE_STRANDED, CHILD_OVER_PARENT,
+)
+
+
+
+def _by_class(policy: Policy) -> list[tuple[tuple[str, str], list[TeamAllocation]]]:
+    """Allocation entries per (cluster, class) whose class exists, in (cluster, class) order."""
     by_class: dict[tuple[str, str], list[TeamAllocation]] = defaultdict(list)
-    for e in alloc.entries:
+    for e in policy.allocation.entries:
         by_class[(e.cluster, e.gpu_class)].append(e)
-        g = e.guaranteed.value or 0
-        if e.lend.value is not None and e.lend.value > g:
-            src = teams[e.team].src
-            yield LEND_OVER.diag(f"{e.team} lends {e.lend.value} of {e.gpu_class} on {e.cluster} but is guaranteed {g}"
-                                 f" (lend from {e.lend.origin})", src.locate(e.path + ("lend",)),
-                                 hint="lend at most the guaranteed amount (Kueue rejects lendingLimit > nominalQuota)")
-    lent_spare = {c: borrowable_spare(policy, c) for c in policy.clusters}
-    for (cluster, cid), entries in sorted(by_class.items()):
-        cls = policy.classes.get(cluster, {}).get(cid)
-        if cls is None:
-            continue
+    return [(key, entries) for key, entries in sorted(by_class.items())
+            if policy.classes.get(key[0], {}).get(key[1]) is not None]
+
+
+@checks(OVER_CAPACITY)
+def check_over_capacity(policy: Policy) -> Iterator[Diagnostic]:
+    teams = {t.name: t for t in policy.teams}
+    for (cluster, cid), entries in _by_class(policy):
+        cls = policy.classes[cluster][cid]
         total = sum(e.guaranteed.value or 0 for e in entries)
         if total > cls.capacity:
             parts = ", ".join(f"{e.team} {e.guaranteed.value or 0}" for e in entries)
@@ -68,6 +72,25 @@ def check_capacity(policy: Policy) -> Iterator[Diagnostic]:
                 f"{cid} on {cluster}: teams guarantee {total} ({parts}) but {held} {cls.capacity} "
                 f"({pools or 'none'})", teams[last.team].src.locate(last.path + ("guaranteed",)),
                 hint=f"reduce guarantees by {total - cls.capacity} or add nodes; serving-reserved pools do not count")
+
+
+@checks(LEND_OVER)
+def check_lending(policy: Policy) -> Iterator[Diagnostic]:
+    teams = {t.name: t for t in policy.teams}
+    for e in policy.allocation.entries:
+        g = e.guaranteed.value or 0
+        if e.lend.value is not None and e.lend.value > g:
+            src = teams[e.team].src
+            yield LEND_OVER.diag(f"{e.team} lends {e.lend.value} of {e.gpu_class} on {e.cluster} but is guaranteed {g}"
+                                 f" (lend from {e.lend.origin})", src.locate(e.path + ("lend",)),
+                                 hint="lend at most the guaranteed amount (Kueue rejects lendingLimit > nominalQuota)")
+
+
+@checks(BORROW_NEVER)
+def check_borrowing(policy: Policy) -> Iterator[Diagnostic]:
+    teams = {t.name: t for t in policy.teams}
+    lent_spare = {c: borrowable_spare(policy, c) for c in policy.clusters}
+    for (cluster, cid), entries in _by_class(policy):
         lendable: dict[str, int] = defaultdict(int)  # per team, so "the others" is linear, not quadratic
         for o in entries:
             lendable[o.team] += o.lendable
@@ -81,10 +104,10 @@ def check_capacity(policy: Policy) -> Iterator[Diagnostic]:
                     f"{e.team} may borrow {e.borrow.value} of {cid} on {cluster} but the other queues and the "
                     f"unguaranteed GPUs can lend at most {others}", teams[e.team].src.locate(e.path + ("borrow",)),
                     hint="lower the borrowing limit, or have other teams guarantee and lend this class")
-    yield from _stranded(policy)
 
 
-def _stranded(policy: Policy) -> Iterator[Diagnostic]:
+@checks(SPARE_STRANDED)
+def check_stranded_spare(policy: Policy) -> Iterator[Diagnostic]:
     for ci, c in enumerate(policy.fleet.spec.clusters):
         spare = spare_capacity(policy, c.name)
         if not spare or spare_cohort(policy, c.name):
@@ -108,6 +131,7 @@ def _ancestors(policy: Policy, dept: str) -> list[str]:
     return out
 
 
+@checks(DEPT_CAP)
 def check_department_caps(policy: Policy) -> Iterator[Diagnostic]:
     src = policy.fleet_src
     teams = {t.name: t for t in policy.teams}
@@ -119,13 +143,22 @@ def check_department_caps(policy: Policy) -> Iterator[Diagnostic]:
             if total > cap.max:
                 parts = ", ".join(f"{e.team} {e.guaranteed.value or 0}" for e in entries)
                 yield DEPT_CAP.diag(f"department {d.name!r} caps {cap.class_} on {cap.cluster} at {cap.max} but its "
-                                    f"teams guarantee {total} ({parts})", src.locate(("spec", "departments", i, "caps", k, "max")),
+                                    f"teams guarantee {total} ({parts})",
+                                    src.locate(("spec", "departments", i, "caps", k, "max")),
                                     hint=f"raise the cap or lower the teams' guarantees by {total - cap.max}")
-            if d.parent is not None:
-                parent = policy.departments.get(d.parent)
-                pcap = next((c for c in (parent.caps if parent else []) if c.cluster == cap.cluster and c.class_ == cap.class_), None)
-                if pcap is not None and cap.max > pcap.max:
-                    yield CHILD_OVER_PARENT.diag(
-                        f"department {d.name!r} caps {cap.class_} on {cap.cluster} at {cap.max}, above its parent "
-                        f"{d.parent!r} ({pcap.max})", src.locate(("spec", "departments", i, "caps", k, "max")),
-                        hint="a sub-department cannot hold more than its parent")
+
+
+@checks(CHILD_OVER_PARENT)
+def check_child_caps(policy: Policy) -> Iterator[Diagnostic]:
+    for i, d in enumerate(policy.fleet.spec.departments):
+        if d.parent is None:
+            continue
+        parent = policy.departments.get(d.parent)
+        for k, cap in enumerate(d.caps):
+            pcap = next((c for c in (parent.caps if parent else [])
+                         if c.cluster == cap.cluster and c.class_ == cap.class_), None)
+            if pcap is not None and cap.max > pcap.max:
+                yield CHILD_OVER_PARENT.diag(
+                    f"department {d.name!r} caps {cap.class_} on {cap.cluster} at {cap.max}, above its parent "
+                    f"{d.parent!r} ({pcap.max})", policy.fleet_src.locate(("spec", "departments", i, "caps", k, "max")),
+                    hint="a sub-department cannot hold more than its parent")

@@ -6,31 +6,33 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from compiler.diagnostics import did_you_mean
-from compiler.diagnostics import Diagnostic
+from compiler.diagnostics import Diagnostic, Rule, Scope, define, did_you_mean
 from compiler.load.source import SourceFile, YamlPath
 from compiler.model.common import API_VERSION
 from compiler.model.fleet import FleetFile
 from compiler.model.team import TeamFile
-from compiler.rules import define
+from compiler.policy.cuts import CUT_MODES
 
 SCHEMA_UNKNOWN_KEY = define(
     "SCHEMA001",
     "Policy objects accept only the keys the language defines (no silent typos).",
     "spec:\n  isolation: shared",
     "spec:\n  isolaton: shared   # did you mean 'isolation'?",
+    scope=Scope.FILE,
 )
 SCHEMA_TYPE = define(
     "SCHEMA002",
     "Every value has the type and range the language defines.",
     "guaranteed: 4",
     "guaranteed: -4",
+    scope=Scope.FILE,
 )
 SCHEMA_REQUIRED = define(
     "SCHEMA003",
     "Required keys are present.",
     "spec:\n  department: research\n  isolation: shared",
     "spec:\n  isolation: shared   # no department",
+    scope=Scope.FILE,
 )
 SCHEMA_HEADER = define(
     "SCHEMA004",
@@ -38,7 +40,11 @@ SCHEMA_HEADER = define(
     "(Fleet for fleet.yaml, Team under teams/).",
     "apiVersion: gpupolicy.dev/v1alpha1\nkind: Team",
     "apiVersion: gpupolicy.dev/v2\nkind: Team",
+    scope=Scope.FILE,
 )
+
+
+RULES: tuple[Rule, ...] = (SCHEMA_UNKNOWN_KEY, SCHEMA_TYPE, SCHEMA_REQUIRED, SCHEMA_HEADER)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -145,7 +151,7 @@ def _type_hint(etype: str, path: YamlPath) -> str | None:
     if last == "guaranteed":
         return "use a whole number >= 0 (guaranteed cannot be 'unlimited'), or leave it out to inherit"
     if etype == "union_tag_invalid" or last == "mode":
-        return "cut.mode is one of: full, mig, timeslicing, mps"
+        return "cut.mode is one of: " + ", ".join(CUT_MODES)
     return None
 
 

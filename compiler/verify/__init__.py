@@ -5,13 +5,13 @@
     result.diagnostics   # list[Diagnostic]: VERIFY001-016, Kueue webhook VERIFY020-030
     result.stats         # VerifyStats (.as_dict()): objects per (apiVersion, kind), CEL rules run/skipped
 
-Rule definitions live in ``compiler.verify.rules``, ``.embedded_cel`` and ``.kueue_webhook``;
-importing this package registers them all.
+Rule definitions live in ``compiler.verify.rules``, ``.embedded_cel``, ``.kueue_webhook``,
+``.kueue_config``, ``.dra_claims`` and ``.run``, each listed in its ``RULES``; ``compiler.rules``
+collects them.
 """
 
 from __future__ import annotations
 
-from compiler.verify import embedded_cel, kueue_webhook, rules  # noqa: F401  (registers the rule IDs)
 from compiler.verify.context import VerifyStats, format_path
 from compiler.verify.registry import CrdEntry, CrdLoadError, CrdRegistry
 from compiler.verify.stage import VerifyResult, verify

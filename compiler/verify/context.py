@@ -7,9 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from compiler.diagnostics import Diagnostic, Location, Severity
+from compiler.diagnostics import Diagnostic, Location, Rule, Severity
 from compiler.model.manifest import Manifest
-from compiler.rules import Rule
 
 PathPart = str | int
 _IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from compiler.diagnostics import did_you_mean
+import compiler.verify.rules as R
 from compiler.cel import CelError, compile_expr, prepare
-from compiler.verify import rules as R
+from compiler.diagnostics import did_you_mean
 from compiler.verify.context import ObjectContext, PathPart, VerifyStats, format_path
 from compiler.verify.jsonschema_backend import BLOCKING_CATEGORIES, SchemaError
 from compiler.verify.structural import CelRule, CrdSchema, SchemaNode

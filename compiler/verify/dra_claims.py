@@ -6,14 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.rules import define
+from compiler.diagnostics import Rule, Scope, define
 from compiler.verify.context import ObjectContext
 
 CLAIM_MODE = define(
     "DRA009", "ResourceClaimTemplates Kueue must count use one `exactly` request per device class with "
     "allocationMode ExactCount (Kueue rejects All, firstAvailable and adminAccess).",
     "exactly: {deviceClassName: h100-80gb, allocationMode: ExactCount, count: 4}",
-    "exactly: {deviceClassName: h100-80gb, allocationMode: All}")
+    "exactly: {deviceClassName: h100-80gb, allocationMode: All}", scope=Scope.OUTPUT)
+
+
+RULES: tuple[Rule, ...] = (CLAIM_MODE,)
 
 
 def claim_problems(template: dict[str, Any]) -> list[str]:

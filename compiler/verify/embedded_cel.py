@@ -10,7 +10,7 @@ import re
 from typing import Any, Iterator
 
 from compiler.cel import CelError, compile_expr
-from compiler.rules import define
+from compiler.diagnostics import Rule, Scope, define
 from compiler.verify.context import ObjectContext, PathPart
 
 CEL_EXPRESSION_INVALID = define(
@@ -18,7 +18,11 @@ CEL_EXPRESSION_INVALID = define(
     "A CEL expression inside an object (device selector, admission policy) does not compile.",
     "selectors:\n- cel: {expression: \"device.driver == 'gpu.nvidia.com'\"}",
     "selectors:\n- cel: {expression: \"device.driver = 'gpu.nvidia.com'\"}",
+    scope=Scope.OUTPUT,
 )
+
+
+RULES: tuple[Rule, ...] = (CEL_EXPRESSION_INVALID,)
 
 # Variables the API server declares that this engine does not (authorization checks).
 _UNSUPPORTED_VARIABLE = re.compile(r"undeclared reference to '(authorizer)'")

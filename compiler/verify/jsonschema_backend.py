@@ -102,6 +102,8 @@ def make_registry(resources: Iterable[tuple[str, dict[str, Any]]], *, python: bo
     items = list(resources)
     if _rs is not None and not python:
         return _rs.Registry(items)
+    # Imported here: only the pure-Python fallback needs it, and importing `referencing` costs ~30 ms
+    # (python -X importtime) that every run with jsonschema-rs would pay.
     from referencing import Registry, Resource
 
     return Registry().with_resources((uri, Resource.from_contents(doc)) for uri, doc in items)

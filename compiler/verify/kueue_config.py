@@ -12,15 +12,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from compiler.diagnostics import Diagnostic, Location
-from compiler.rules import define
+from compiler.diagnostics import Diagnostic, Location, Rule, Scope, define
 
 BAD_CONFIG = define(
     "KUEUE010",
     "The generated Kueue Configuration decodes strictly and passes Kueue's own config validation.",
     "fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]}",
     "fairSharing: {preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]}",
+    scope=Scope.OUTPUT,
 )
+
+
+RULES: tuple[Rule, ...] = (BAD_CONFIG,)
 
 # pkg/controller/jobs/*: the built-in integration names at v0.19.2.
 FRAMEWORKS = frozenset({

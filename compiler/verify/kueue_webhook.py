@@ -10,57 +10,74 @@ from fractions import Fraction
 from typing import Any
 
 from compiler.cel.quantity import QuantityError, quantity_from_json
-from compiler.rules import define
+from compiler.diagnostics import Rule, Scope, define
 from compiler.verify.context import ObjectContext, PathPart
 from compiler.verify.meta import label_value_problem, qualified_name_problem
 
 NEGATIVE_QUOTA = define(
     "VERIFY020", "Kueue: nominalQuota, borrowingLimit and lendingLimit must be non-negative quantities.",
     "nominalQuota: 8", "nominalQuota: -1",
+    scope=Scope.OUTPUT,
 )
 LENDING_ABOVE_NOMINAL = define(
     "VERIFY021", "Kueue: a ClusterQueue's lendingLimit must not exceed its nominalQuota.",
     "nominalQuota: 8\nlendingLimit: 2", "nominalQuota: 8\nlendingLimit: 10",
+    scope=Scope.OUTPUT,
 )
 LIMIT_WITHOUT_PARENT = define(
     "VERIFY022", "Kueue: lending/borrowing limits need a cohort (ClusterQueue) or a parent (Cohort).",
     "cohortName: research\n... lendingLimit: 2", "# no cohortName\n... lendingLimit: 2",
+    scope=Scope.OUTPUT,
 )
 RESOURCE_ORDER = define(
     "VERIFY023", "Kueue: flavors[].resources[i].name must equal the group's coveredResources[i].",
     "coveredResources: [nvidia.com/gpu, cpu]\nresources: [{name: nvidia.com/gpu}, {name: cpu}]",
     "coveredResources: [nvidia.com/gpu, cpu]\nresources: [{name: cpu}, {name: nvidia.com/gpu}]",
+    scope=Scope.OUTPUT,
 )
 DUPLICATE_IN_GROUPS = define(
     "VERIFY024", "Kueue: a resource or a flavor may appear in only one resourceGroup, once.",
     "resourceGroups: [{coveredResources: [cpu]}, {coveredResources: [nvidia.com/gpu]}]",
     "resourceGroups: [{coveredResources: [cpu]}, {coveredResources: [cpu]}]",
+    scope=Scope.OUTPUT,
 )
 TOO_MANY = define(
     "VERIFY025", "Kueue: at most 256 flavors and 256 covered resources per queue, 512 flavor x resource pairs per group.",
     "16 flavors x 4 resources", "300 flavors in one ClusterQueue",
+    scope=Scope.OUTPUT,
 )
 BAD_RESOURCE_NAME = define(
     "VERIFY026", "Kueue: covered resource names must be valid qualified names (label-key syntax).",
     "coveredResources: [nvidia.com/gpu]", "coveredResources: [nvidia.com/gpu!]",
+    scope=Scope.OUTPUT,
 )
 BAD_WEIGHT = define(
     "VERIFY027", "Kueue: fairSharing.weight must be 0 or more than 1n.",
     "fairSharing: {weight: '0.5'}", "fairSharing: {weight: '-1'}",
+    scope=Scope.OUTPUT,
 )
 BAD_SELECTOR = define(
     "VERIFY028", "Kueue: namespaceSelector must be a valid LabelSelector.",
     "matchExpressions: [{key: team, operator: In, values: [a]}]",
     "matchExpressions: [{key: team, operator: In, values: []}]",
+    scope=Scope.OUTPUT,
 )
 BAD_ON_FLAVORS = define(
     "VERIFY029", "Kueue: admissionChecksStrategy onFlavors must name flavors of the ClusterQueue.",
     "onFlavors: [h100]   # h100 is in resourceGroups", "onFlavors: [l4]   # not a flavor of this queue",
+    scope=Scope.OUTPUT,
 )
 BAD_FLAVOR_NODES = define(
     "VERIFY030", "Kueue: ResourceFlavor nodeLabels and nodeTaints must be valid and taints unique per key/effect.",
     "nodeTaints: [{key: gpupolicy.dev/serving, value: pool-a, effect: NoSchedule}]",
     "nodeTaints: [{key: a, effect: NoSchedule}, {key: a, effect: NoSchedule}]",
+    scope=Scope.OUTPUT,
+)
+
+
+RULES: tuple[Rule, ...] = (
+    NEGATIVE_QUOTA, LENDING_ABOVE_NOMINAL, LIMIT_WITHOUT_PARENT, RESOURCE_ORDER, DUPLICATE_IN_GROUPS,
+    TOO_MANY, BAD_RESOURCE_NAME, BAD_WEIGHT, BAD_SELECTOR, BAD_ON_FLAVORS, BAD_FLAVOR_NODES,
 )
 
 _NANO = Fraction(1, 10**9)

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Callable, Iterable
 
 from compiler.diagnostics import Diagnostic, Location
-
-if TYPE_CHECKING:
-    from compiler.load.source import SourceFile
+from compiler.load.source import SourceFile, load_text
 
 _PART = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
 
@@ -37,8 +35,6 @@ def parse_path(text: str) -> tuple[str | int, ...]:
 def add_lines(diags: Iterable[Diagnostic], rendered: Callable[[str], bytes | None]) -> list[Diagnostic]:
     """``diags`` with each ``out/`` file location given the line of its JSON path; ``rendered``
     returns a file's bytes by its ``out/``-relative path (None: leave the finding as it is)."""
-    from compiler.load.source import load_text
-
     sources: dict[str, SourceFile | None] = {}
     out = []
     for d in diags:

@@ -9,7 +9,7 @@ import functools
 import re
 from typing import Any
 
-from compiler.verify import rules as R
+import compiler.verify.rules as R
 from compiler.verify.context import ObjectContext
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Callable
 
-from compiler.diagnostics import Diagnostic, Location, Severity
+import compiler.verify.kueue_config as kueue_config
+from compiler.diagnostics import Diagnostic, Location, Rule, Scope, Severity, define
 from compiler.model.manifest import Manifest
 from compiler.policy.graph import Policy
-from compiler.rules import define
+from compiler.policy.kueue_manager import manager_config
+from compiler.verify.context import VerifyStats
+from compiler.verify.lines import add_lines
+from compiler.verify.registry import CrdRegistry
+from compiler.verify.stage import verify
+
+UNVERIFIED = "VERIFY009"  # a custom resource with no CRD to check it against
+UNSUPPORTED = "VERIFY006"  # a CRD's CEL rule the engine cannot compile
 
 NO_CRDS = define(
     "VERIFY900",
@@ -17,51 +25,57 @@ NO_CRDS = define(
     "gpupolicy build --crds ./crds",
     "gpupolicy build   # no CRD directory found",
     Severity.WARNING,
+    scope=Scope.OUTPUT,
 )
 
 
-@lru_cache(maxsize=4)
-def _registry(path: str) -> Any:
-    from compiler.verify import CrdRegistry
+RULES: tuple[Rule, ...] = (NO_CRDS,)
 
+
+@lru_cache(maxsize=4)
+def _registry(path: str) -> CrdRegistry:
     return CrdRegistry.load(Path(path))
 
 
-def run_verify(
-    policy: Policy, manifests: list[Manifest], crds: Path | None, *, strict: bool
-) -> tuple[list[Diagnostic], dict[str, object]]:
-    from compiler.verify import verify
+class Verifier:
+    """Verifies rendered objects for one policy: each cluster's Kubernetes version, the CRDs of
+    ``crds`` (or none: custom resources are then counted, see ``run_level``). Findings are placed
+    on the line of the rendered file (``rendered(relpath)`` gives its bytes)."""
 
+    def __init__(self, policy: Policy, crds: Path | None, *, strict: bool) -> None:
+        self.registry = None if crds is None else _registry(str(crds.resolve()))
+        self.versions = {c.name: c.kubernetes_version for c in policy.fleet.spec.clusters}
+        self.strict = strict
+
+    def __call__(self, manifests: list[Manifest], rendered: Callable[[str], bytes | None]
+                 ) -> tuple[list[Diagnostic], VerifyStats]:
+        result = verify(manifests, kube_versions=self.versions, crds=self.registry, strict=self.strict)
+        return add_lines(result.diagnostics, rendered), result.stats
+
+
+def run_level(policy: Policy, found: list[Diagnostic], crds: Path | None, *, strict: bool) -> list[Diagnostic]:
+    """What verify reports once per run, whatever units the objects were verified in: the Kueue
+    manager Configurations (Helm values, not manifests), one VERIFY900 summary instead of a
+    VERIFY009 per custom resource when there is no CRD directory, and each CEL rule the engine
+    cannot compile once (VERIFY006, on the first object in out/ order that has it)."""
+    where = Location(policy.fleet_src.path)
+    severity = Severity.ERROR if strict else Severity.WARNING
     diags: list[Diagnostic] = []
-    registry = None
     if crds is None:
-        diags.append(NO_CRDS.diag("no CRD directory: custom resources were not verified",
-                                  Location(policy.fleet_src.path),
-                                  severity=Severity.ERROR if strict else Severity.WARNING))
-    else:
-        registry = _registry(str(crds.resolve()))
-    from compiler.verify import kueue_config
-    from compiler.lower.kueue import manager_config
-
-    for cluster in sorted(policy.clusters):  # Helm values, not manifests: checked here
-        diags.extend(kueue_config.check(manager_config(policy, cluster), cluster, Location(policy.fleet_src.path)))
-    versions = {c.name: c.kubernetes_version for c in policy.fleet.spec.clusters}
-    result = verify(manifests, kube_versions=versions, crds=registry, strict=strict)
-    found = list(result.diagnostics)
-    if registry is None:
-        # one summary instead of a warning per custom resource
-        unverified = [d for d in found if d.code == "VERIFY009"]
-        found = [d for d in found if d.code != "VERIFY009"]
-        if unverified:
-            diags[0] = NO_CRDS.diag(
-                f"no CRD directory: {len(unverified)} custom resources were not verified",
-                Location(policy.fleet_src.path), severity=Severity.ERROR if strict else Severity.WARNING,
-                hint="pass --crds DIR or set GPUPOLICY_CRDS (README: validating against your cluster's CRDs)")
-    if found:
-        from compiler.emit.tree import render_manifest
-        from compiler.verify.lines import add_lines
-
-        by_path = {m.relpath: m for m in manifests}
-        found = add_lines(found, lambda rel: render_manifest(by_path[rel]) if rel in by_path else None)
-    diags.extend(found)
-    return diags, result.stats.as_dict()
+        unverified = sum(1 for d in found if d.code == UNVERIFIED)
+        found = [d for d in found if d.code != UNVERIFIED]
+        diags.append(NO_CRDS.diag(
+            f"no CRD directory: {unverified} custom resources were not verified", where, severity=severity,
+            hint="pass --crds DIR or set GPUPOLICY_CRDS (README: validating against your cluster's CRDs)")
+            if unverified else NO_CRDS.diag("no CRD directory: custom resources were not verified", where,
+                                            severity=severity))
+    for cluster in sorted(policy.clusters):
+        diags.extend(kueue_config.check(manager_config(policy, cluster), cluster, where))
+    seen: set[tuple[str, str | None, str | None]] = set()
+    for d in sorted(found, key=Diagnostic.sort_key) if any(d.code == UNSUPPORTED for d in found) else found:
+        if d.code == UNSUPPORTED:
+            if (d.message, d.path, d.hint) in seen:
+                continue
+            seen.add((d.message, d.path, d.hint))
+        diags.append(d)
+    return diags

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+import compiler.verify.rules as R
 from compiler.diagnostics import Diagnostic, Severity, has_errors
 from compiler.model.manifest import Manifest
-from compiler.verify import rules as R
 from compiler.verify.builtin import (
     ResolvedVersion,
     bundled_versions,
@@ -25,8 +25,8 @@ from compiler.verify.builtin import (
 )
 from compiler.verify.context import ObjectContext, VerifyStats
 from compiler.verify.custom import report_schema_errors, verify_custom_resource
-from compiler.verify.embedded_cel import check_embedded_cel
 from compiler.verify.dra_claims import check_claim_template
+from compiler.verify.embedded_cel import check_embedded_cel
 from compiler.verify.kueue_webhook import check_kueue
 from compiler.verify.meta import BUILTIN_CLUSTER_SCOPED, verify_metadata
 from compiler.verify.registry import CrdEntry, CrdLoadError, CrdRegistry

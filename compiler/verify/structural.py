@@ -15,10 +15,10 @@ such as ``^(?i)...`` in the Gateway API CRDs) are checked by the walk with RE2 i
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass
 from typing import Any
-
-import functools
 
 from compiler.cel import CelError, Program, compile_expr, references_old_self
 from compiler.cel.library import compile_regex
@@ -180,8 +180,6 @@ def to_json_schema(schema: dict[str, Any], *, root: bool = False, junctor: bool 
 @functools.lru_cache(maxsize=None)
 def portable_pattern(pattern: str) -> bool:
     """Whether both JSON Schema backends accept this Go regex as an ECMA-262 ``pattern``."""
-    import re
-
     try:
         re.compile(pattern)
         compile_validator({"type": "string", "pattern": pattern}, draft=4)

@@ -18,21 +18,23 @@ will report on it once the cut is applied:
   ``nvidia.com/mig-<profile>.product=<product>-MIG-<profile>`` and ``.count``), and the
   extended resources the device plugin advertises per node (none on DRA clusters).
 
-Clusters provisioned by Karpenter get the contract as NodePools (``compiler.lower.nodes``);
-for the others ``render_node_contract`` writes ``out/reports/<cluster>-node-contract.json``
-and ``gpupolicy nodes`` checks real nodes against ``pool_contracts``.
+Clusters provisioned by Karpenter get the contract as NodePools (``compiler.lower.nodes``); for
+the others ``compiler.report.node_contract`` writes ``out/reports/<cluster>-node-contract.json``.
+The GPU Operator lowering reads the MIG layout names, and ``gpupolicy nodes``
+(``compiler.tools.node_drift``) checks real nodes against ``pool_contracts``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from compiler.catalog import GpuModel, gfd_product_label
-from compiler.policy.classes import mig_profile_slug
-from compiler.lower.common import (
+from compiler.mig import DISABLED, instances
+from compiler.model.fleet import Cluster, NodePool
+from compiler.policy.cuts import GPU_RESOURCE, SHARED_RESOURCE, cut_mode, mig_cut, mig_profile_slug
+from compiler.policy.graph import Policy
+from compiler.policy.labels import (
     LABEL_CLASS,
     LABEL_DEVICE_PLUGIN_CONFIG,
     LABEL_MIG_CONFIG,
@@ -40,10 +42,7 @@ from compiler.lower.common import (
     SERVING_NODE_LABEL,
     SERVING_TAINT_KEY,
 )
-from compiler.mig import DISABLED, instances
-from compiler.model.fleet import Cluster, MigCut, MpsCut, NodePool, TimeSlicingCut
 from compiler.policy.partition import pool_mig_devices
-from compiler.policy.graph import Policy
 
 CUSTOM_LAYOUT_PREFIX = "gpupolicy-"  # mig-parted config names for per-device layouts
 GFD_PRODUCT = "nvidia.com/gpu.product"
@@ -52,8 +51,8 @@ GFD_REPLICAS = "nvidia.com/gpu.replicas"
 GFD_SHARING = "nvidia.com/gpu.sharing-strategy"
 MIG_STATE = "nvidia.com/mig.config.state"
 MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"
-FULL_GPU = "nvidia.com/gpu"
-SHARED_GPU = "nvidia.com/gpu.shared"
+FULL_GPU = GPU_RESOURCE
+SHARED_GPU = SHARED_RESOURCE
 
 
 @dataclass(frozen=True)
@@ -106,9 +105,9 @@ def mig_layout(pool: NodePool, model: GpuModel | None) -> str | None:
     """The ``nvidia.com/mig.config`` value of the pool's nodes (None: not MIG-capable)."""
     if model is None or not model.mig_capable:
         return None
-    cut = pool.cut
-    if isinstance(cut, MigCut):
-        return cut.layout if cut.layout is not None else custom_layout_name(pool.name)
+    mig = mig_cut(pool.cut)
+    if mig is not None:
+        return mig.layout if mig.layout is not None else custom_layout_name(pool.name)
     return DISABLED
 
 
@@ -118,12 +117,11 @@ def pool_classes(policy: Policy, cluster: str, pool: str) -> list[str]:
 
 def _shared(pool: NodePool) -> tuple[str | None, int, bool]:
     """(sharing strategy label value, replicas, renamed) of a time-sliced / MPS pool."""
-    cut = pool.cut
-    if isinstance(cut, TimeSlicingCut):
-        return "time-slicing", cut.replicas, cut.rename_by_default
-    if isinstance(cut, MpsCut):
-        return "mps", cut.replicas, cut.rename_by_default
-    return None, 1, False
+    mode = cut_mode(pool.cut)
+    shares = mode.shares(pool.cut)
+    if mode.sharing is None or shares is None:
+        return None, 1, False
+    return mode.sharing.strategy_label, shares.replicas, shares.renamed
 
 
 def pool_contract(policy: Policy, cluster: Cluster, pool: NodePool) -> PoolContract:
@@ -151,22 +149,22 @@ def pool_contract(policy: Policy, cluster: Cluster, pool: NodePool) -> PoolContr
         products = tuple(f"{p}-SHARED" for p in products)  # k8s-device-plugin internal/lm/resource.go
     complete = model is not None and all(v.product_name for v in model.variants)
     gfd: dict[str, str] = {GFD_COUNT: str(pool.gpus_per_node)}
-    resources: dict[str, int] = {}
     mig: dict[str, int] = {}
-    if isinstance(pool.cut, MigCut):
+    if mig_cut(pool.cut) is not None:
         devices = pool_mig_devices(pool, policy.catalog)[0] if model is not None else None
         mig = instances(devices or [])
         gfd[MIG_STRATEGY_LABEL] = "mixed"
         for profile, n in mig.items():
             gfd[f"nvidia.com/mig-{mig_profile_slug(profile)}.count"] = str(n)
-        resources = {FULL_GPU: 0, **{f"nvidia.com/mig-{mig_profile_slug(p)}": n for p, n in mig.items()}}
-    elif strategy is not None:
+    if strategy is not None:
         gfd[GFD_REPLICAS] = str(replicas)
         gfd[GFD_SHARING] = strategy
-        units = pool.gpus_per_node * replicas
-        resources = {FULL_GPU: 0, SHARED_GPU: units} if renamed else {FULL_GPU: units}
-    else:
-        resources = {FULL_GPU: pool.gpus_per_node}
+    # What the device plugin advertises: each class's resource (cut-mode table), nvidia.com/gpu
+    # dropping to 0 when nothing is advertised under that name.
+    mode = cut_mode(pool.cut)
+    resources: dict[str, int] = {FULL_GPU: 0}
+    for unit in mode.units(pool, mig):
+        resources[mode.resource(unit.profile, renamed)] = unit.per_node
     if layout is not None:
         gfd[MIG_STATE] = "success"
     return PoolContract(
@@ -193,56 +191,3 @@ def pool_contract(policy: Policy, cluster: Cluster, pool: NodePool) -> PoolContr
 def pool_contracts(policy: Policy, cluster: str) -> list[PoolContract]:
     c = policy.clusters[cluster]
     return [pool_contract(policy, c, p) for p in sorted(c.pools, key=lambda p: p.name)]
-
-
-def _pool_doc(pc: PoolContract) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "pool": pc.pool,
-        "model": pc.model,
-        "cut": pc.cut,
-        "serving": pc.serving,
-        "nodes": pc.nodes,
-        "gpusPerNode": pc.gpus_per_node,
-        "labels": pc.labels,
-        "taints": [t.as_dict() for t in pc.taints],
-        "gpuProducts": list(pc.products),
-        "gfdLabels": pc.gfd_labels,
-    }
-    if pc.mig_devices:
-        doc["migDevicesPerNode"] = pc.mig_devices
-        doc["migProducts"] = {p: pc.mig_products(p) for p in pc.products}
-    if pc.resources:
-        doc["resourcesPerNode"] = pc.resources
-    return doc
-
-
-def node_contract(policy: Policy, cluster: str) -> dict[str, Any]:
-    """The contract as a JSON-able document (``out/reports/<cluster>-node-contract.json``)."""
-    c = policy.clusters[cluster]
-    return {
-        "apiVersion": "gpupolicy.dev/v1alpha1",
-        "kind": "NodeContract",
-        "cluster": cluster,
-        "provisioner": c.provisioner,
-        "dra": c.dra,
-        "description": (
-            "Labels and taints every node of each pool must carry (set them when the node joins; "
-            "gpupolicy does not write nodes), and what GPU Feature Discovery and the device plugin "
-            "report once the cut is applied. Check a cluster with `gpupolicy nodes <kubectl get nodes -o json>`."
-        ),
-        "pools": [_pool_doc(pc) for pc in pool_contracts(policy, cluster)],
-    }
-
-
-def render_node_contract(policy: Policy, cluster: str) -> bytes:
-    return (json.dumps(node_contract(policy, cluster), indent=2, sort_keys=True) + "\n").encode()
-
-
-def contract_files(policy: Policy) -> dict[str, bytes]:
-    """``out/``-relative report files: one contract per cluster whose nodes gpupolicy does not
-    provision (Karpenter clusters get NodePools instead)."""
-    return {
-        f"reports/{c.name}-node-contract.json": render_node_contract(policy, c.name)
-        for c in sorted(policy.fleet.spec.clusters, key=lambda c: c.name)
-        if c.provisioner != "karpenter" and c.pools
-    }

@@ -1,4 +1,4 @@
-"""``check`` and ``build`` against the files on disk, for an ``incremental.Output``.
+"""``check`` and ``build`` against the files on disk, for a pipeline ``Result``.
 
 ``out/`` is compared by digest. The digests of the tree on disk come from ``scan_tree`` with
 the state recorded by the previous run (size, mtime, inode per file, as git's index does), so
@@ -8,28 +8,12 @@ changed, or whose mtime is too recent to trust, are read.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from compiler.cache.forked import in_child
 from compiler.cache.store import Store, digest, record_tree, scan_tree
 from compiler.emit.tree import write_file_atomic, write_tree
-from compiler.cache.forked import in_child
-from compiler.cache.incremental import Output
-
-
-class _Lazy(Mapping[str, bytes]):
-    def __init__(self, out: Output) -> None:
-        self.out = out
-
-    def __getitem__(self, rel: str) -> bytes:
-        assert self.out.fetch is not None
-        return self.out.fetch(rel)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.out.out_digests)
-
-    def __len__(self) -> int:
-        return len(self.out.out_digests)
+from compiler.pipeline.run import Result
 
 
 def _state_key(out_dir: Path) -> str:
@@ -58,7 +42,7 @@ class TreeScan:
         return self._result()
 
 
-def stale(scan: TreeScan, root: Path, shown_out: str, out: Output, store: Store | None) -> list[tuple[str, str]]:
+def stale(scan: TreeScan, root: Path, shown_out: str, out: Result, store: Store | None) -> list[tuple[str, str]]:
     """(status, path) of every generated file that differs from what the policies render."""
     current = scan.result()
     expected = out.out_digests
@@ -81,11 +65,11 @@ def stale(scan: TreeScan, root: Path, shown_out: str, out: Output, store: Store 
     return found
 
 
-def write(scan: TreeScan, root: Path, out: Output, store: Store | None) -> bool:
+def write(scan: TreeScan, root: Path, out: Result, store: Store | None) -> bool:
     """Write ``out/`` (atomically, hard-linking unchanged files) and the repository files."""
     out_dir = scan.out_dir
     current = scan.result()
-    changed = write_tree(out_dir, _Lazy(out), digests=out.out_digests, current=current)
+    changed = write_tree(out_dir, out.out_files, digests=out.out_digests, current=current)
     if store is not None and changed:
         store.put("outstate", _state_key(out_dir), record_tree(out_dir, out.out_digests))
     for rel, data in sorted(out.repo_files.items()):

@@ -1,0 +1,1 @@
+"""The one pipeline (``run``) and what a command asks of it (``options``)."""

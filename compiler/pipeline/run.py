@@ -1,0 +1,207 @@
+"""The one pipeline: load → validate → lower → verify → emit → report, consulting a store.
+
+Every command runs this one sequence (``compile_policies``; the stages themselves, in order, are
+``compiler.pipeline.stages.compile_run``). The store decides only where each
+unit's result comes from: ``compiler.cache.store.Store`` (the on-disk cache of ``check`` and
+``build``) returns what an earlier run computed from the same inputs; ``NullStore`` (``validate``,
+``--no-cache``, ``diff``, ``report``, ``explain``, tests, benchmarks) holds nothing, so every unit
+is computed. The result is the same either way (tests/test_incremental.py).
+
+Units, by the scope of what they read:
+
+- *file*: one policy file's parse (load), keyed by its bytes;
+- *fleet*: the cluster passes' objects (lower), verified one object at a time through a table
+  keyed by each object's content;
+- *team*: everything the team passes produce for one team on every cluster, rendered and
+  verified, keyed by the fleet's and that team's bytes (team passes read no other team:
+  ``compiler.lower``);
+- *policy*: the semantic rules, REPORT.md and allocation.json, computed in a second process
+  while this one lowers (``compiler.cache.forked``); their errors stop the build before anything
+  is emitted;
+- *output*: ArgoCD objects, GITOPS006, CODEOWNERS and the bootstrap report, which read the merged
+  inventories of all units (``compiler.model.inventory``), never the units' objects;
+- *run*: the whole result, keyed by every input: an unchanged tree compiles nothing.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from compiler.cache.forked import Pending
+from compiler.cache.records import RunRecord, diag_in, diag_out
+from compiler.cache.store import NullStore, Store, compiler_fingerprint, digest, tree_fingerprint
+from compiler.diagnostics import Diagnostic, Location, has_errors
+from compiler.load.paths import display_path
+from compiler.load.source import LOAD_MISSING, discover
+from compiler.model.manifest import Manifest
+from compiler.pipeline.options import Options
+
+if TYPE_CHECKING:
+    from compiler.policy.graph import Policy
+    from compiler.verify.run import Verifier
+
+
+class CacheEntryMissing(Exception):
+    """A cached file's bytes are gone (pruned or deleted meanwhile): compile with an empty store."""
+
+
+class _Files(Mapping[str, bytes]):
+    """``out/``-relative path → bytes, read from the units' blobs when first asked for."""
+
+    def __init__(self, digests: dict[str, str], fetch: Callable[[str], bytes]) -> None:
+        self.digests = digests
+        self.fetch = fetch
+
+    def __getitem__(self, rel: str) -> bytes:
+        if rel not in self.digests:
+            raise KeyError(rel)
+        return self.fetch(rel)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.digests)
+
+    def __len__(self) -> int:
+        return len(self.digests)
+
+
+@dataclass
+class Result:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    failed: bool = True  # policy errors: nothing to compare or write
+    policy: Policy | None = None  # validated (None when it failed, or when the run came from the store)
+    manifests: list[Manifest] = field(default_factory=list)  # lowered by this run, in out/ order
+    out_digests: dict[str, str] = field(default_factory=dict)  # out/-relative path -> digest
+    out_files: Mapping[str, bytes] = field(default_factory=dict)  # the same paths -> bytes, lazily
+    repo_files: dict[str, bytes] = field(default_factory=dict)  # relative to the root
+    n_objects: int = 0
+    verify_stats: dict[str, object] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    cached: str = "none"  # "result" (nothing compiled), "partial" (units reused), "none"
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not has_errors(self.diagnostics)
+
+
+@contextmanager
+def no_collections() -> Iterator[None]:
+    """A build allocates millions of objects that live until it ends; the cyclic collector
+    would re-walk them over and over (~30% of the 1,000-team benchmark with the default
+    thresholds, bench/README.md; still ~60% of loading the cache with thresholds raised 100x).
+    Cycles are rare here (peak RSS +3-10% without collecting), so none runs during a compile."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def compile_policies(opts: Options, store: Store | None = None) -> Result:
+    """Run every stage over the policy directory; nothing here touches ``out/``."""
+    with no_collections():
+        result = Run(opts, NullStore() if store is None else store).run()
+        if result is None:  # a stored unit's entry vanished meanwhile
+            result = Run(opts, NullStore()).run()
+            assert result is not None
+    return result
+
+
+@dataclass(frozen=True)
+class PolicyInput:
+    shown: str  # display path, relative to the root
+    data: bytes | None  # None: unreadable (reported)
+    is_fleet: bool
+
+
+class Run:
+    """One run's state: its options, its store, and where each unit's rendered files are."""
+
+    def __init__(self, opts: Options, store: Store) -> None:
+        self.opts = opts
+        self.store = store
+        self.verifier: Verifier | None = None
+        self.blobs: dict[str, dict[str, bytes]] = {}  # unit key -> rendered files, loaded lazily
+        self.files: dict[str, dict[str, str]] = {}  # unit key -> digests of its files
+        self.children: list[Pending] = []  # forked work; reaped whatever path compile() takes
+        self.policy: Policy | None = None
+        self.lowered: list[Manifest] = []
+        self.reused = 0  # team units taken from the store
+        self.fp = ""  # fingerprint of the compiler, the CRDs and the options: part of every key
+        self.timings: dict[str, float] = {}
+        self.t = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings[stage] = self.timings.get(stage, 0.0) + now - self.t
+        self.t = now
+
+    def run(self) -> Result | None:
+        opts = self.opts
+        inputs, diags0 = self.read_inputs()
+        crds = tree_fingerprint(opts.crds) if opts.verify else "-"
+        self.fp = digest(compiler_fingerprint(), crds, str(opts.crds is None), str(opts.strict), str(opts.verify),
+                         display_path(opts.policy_dir, opts.root), display_path(opts.out_dir, opts.root))
+        key_all = digest(self.fp, *[x for i in inputs for x in (i.shown, i.data or b"")],
+                         *[repr(diag_out(d)) for d in diags0])
+        stored = self.store.get("result", key_all)
+        if stored is not None:
+            self.lap("load")
+            return self.output(RunRecord.of(stored), "result")
+        # The stages are imported only when something is compiled: a run answered from the store
+        # imports ~0.06 s of modules instead of ~0.3 s (python -X importtime), most of a warm check.
+        from compiler.pipeline.stages import compile_run
+
+        rec = compile_run(self, inputs, diags0)
+        self.store.put("result", key_all, rec.plain())
+        self.store.prune(("result", "load", "pos", "unit", "files", "blob", "schemas"))
+        return self.output(rec, "partial" if self.reused else "none")
+
+    def output(self, rec: RunRecord, how: str) -> Result | None:
+        where: dict[str, str] = {}
+        digests: dict[str, str] = {}
+        for key in rec.units:
+            files = self.files.get(key) or self.store.get("files", key)
+            if files is None:
+                return None
+            digests.update(files)  # C loops: 72,000 files on the 1,000-team benchmark
+            where.update(dict.fromkeys(files, key))
+        digests.update(rec.inline)
+        where.update(dict.fromkeys(rec.inline, rec.glob))
+        self.lap("report" if how != "result" else "result")
+        return Result([diag_in(d) for d in rec.diags], rec.failed, self.policy,
+                      sorted(self.lowered, key=Manifest.sort_key), digests, _Files(digests, self.fetch(where)),
+                      rec.repo, rec.n, rec.stats, self.timings, how)
+
+    def fetch(self, where: dict[str, str]) -> Callable[[str], bytes]:
+        def get(rel: str) -> bytes:
+            key = where[rel]
+            files = self.blobs.get(key)
+            if files is None:
+                files = self.store.get("blob", key)
+                if files is None:
+                    raise CacheEntryMissing(f"blob/{key}")
+                self.blobs[key] = files
+            return files[rel]
+
+        return get
+
+    def read_inputs(self) -> tuple[list[PolicyInput], list[Diagnostic]]:
+        opts = self.opts
+        files, diags = discover(opts.policy_dir, opts.root)
+        inputs = []
+        for path, shown in files:
+            try:
+                data: bytes | None = path.read_bytes()
+            except OSError as exc:
+                diags.append(LOAD_MISSING.diag(f"cannot read file: {exc.strerror}", Location(shown)))
+                data = None
+            inputs.append(PolicyInput(shown, data, path.name == "fleet.yaml" and path.parent == opts.policy_dir))
+        return inputs, diags
+

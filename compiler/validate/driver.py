@@ -1,0 +1,55 @@
+"""Stage 2b's driver: runs the semantic rules (SPEC §6) over the assembled ``Policy``, by scope.
+
+``RULES`` is every rule of the modules whose checks this stage runs, module by module; each rule
+carries its check (``@checks(rule)`` beside it in its module). Fleet-scope checks run once with the
+policy, team-scope checks once per team with ``(policy, team)``, policy-scope checks once with the
+policy. A check shared by several rules (not split yet) runs once. Rules of these modules without a
+check (GITOPS006, over the rendered objects) are emitted by a later stage.
+
+The order of diagnostics within one rule is the order of its check; across rules it follows the
+scopes. Everything that shows diagnostics sorts them (``sort_diagnostics``), so that order is
+never visible.
+"""
+
+from __future__ import annotations
+
+import compiler.validate.admission as admission
+import compiler.validate.capacity as capacity
+import compiler.validate.semantic as semantic
+import compiler.validate.teams as teams
+from compiler.diagnostics import Check, Diagnostic, Rule, Scope
+from compiler.dra import rules as dra
+from compiler.policy import gitops_names, multikueue_topology
+from compiler.policy.graph import Policy
+from compiler.serving import checks as serving
+
+RULES: tuple[Rule, ...] = (
+    *semantic.RULES,
+    *teams.RULES,
+    *capacity.RULES,
+    *serving.RULES,
+    *multikueue_topology.RULES,
+    *gitops_names.RULES,
+    *admission.RULES,
+    *dra.RULES,
+)
+
+RUN_SCOPES = (Scope.FLEET, Scope.TEAM, Scope.POLICY)
+
+
+def checks_of(scope: Scope, rules: tuple[Rule, ...] = RULES) -> list[Check]:
+    """The distinct checks of ``rules`` with that scope, in declaration order."""
+    return list(dict.fromkeys(r.check for r in rules if r.scope is scope and r.check is not None))
+
+
+def run_checks(policy: Policy) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for check in checks_of(Scope.FLEET):
+        out.extend(check(policy))
+    team_checks = checks_of(Scope.TEAM)
+    for team in policy.teams:
+        for check in team_checks:
+            out.extend(check(policy, team))
+    for check in checks_of(Scope.POLICY):
+        out.extend(check(policy))
+    return out
