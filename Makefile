@@ -36,9 +36,12 @@ typecheck: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check compiler tests bench
 
-# Property-based fuzzing with a large example count; runs as long as it needs.
+# Property-based fuzzing with a large example count, in memory and through the CLI, the cache and
+# the file system (tests/test_fuzz_cli.py), and every value of every policy field at every place it is
+# set (tests/test_field_effects.py); runs as long as it needs.
 fuzz: $(STAMP)
-	GPUPOLICY_FUZZ_EXAMPLES=$${GPUPOLICY_FUZZ_EXAMPLES:-10000} $(BIN)/python -m pytest -m '' tests/test_fuzz.py
+	GPUPOLICY_FUZZ_EXAMPLES=$${GPUPOLICY_FUZZ_EXAMPLES:-10000} $(BIN)/python -m pytest -m '' tests/test_fuzz.py tests/test_fuzz_cli.py \
+		tests/test_field_effects.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

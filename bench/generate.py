@@ -40,8 +40,10 @@ TRAINING_POOLS: dict[str, list[tuple[str, str, int, dict[str, Any]]]] = {
         ("a30-mig", "a30", 4, {"mode": "mig", "layout": "all-2g.12gb", "strategy": "mixed"}),
     ],
 }
+# The instance type Karpenter launches per model. No AWS instance carries an A30 (FLEET302), so A30
+# pools live only on clusters without Karpenter.
 INSTANCE_TYPES = {"l4": "g6.12xlarge", "a100-40gb": "p4d.24xlarge", "h100-80gb": "p5.48xlarge", "a100-80gb": "p4de.24xlarge",
-                  "a30": "g5.12xlarge", "l40s": "g6e.12xlarge", "h200": "p5e.48xlarge"}
+                  "l40s": "g6e.12xlarge", "h200": "p5e.48xlarge"}
 # Classes each pool provides: (class id, cut, units per node).
 POOL_CLASSES: dict[str, list[tuple[str, str, int]]] = {
     "a100-mig/dra": [("a100-80gb-mig-1g.10gb", "mig", 16), ("a100-80gb-mig-2g.20gb", "mig", 8),
@@ -77,7 +79,7 @@ def make_clusters(rng: random.Random, n: int) -> list[dict[str, Any]]:
         name = f"{'eu' if eu else 'us'}-{WORDS[i % len(WORDS)]}-{i:02d}"
         plugin = "dra" if kind == "dra" else "plugin"
         karpenter = kind == "plugin-karpenter"
-        templates = TRAINING_POOLS[plugin]
+        templates = [t for t in TRAINING_POOLS[plugin] if not karpenter or t[1] in INSTANCE_TYPES]
         chosen = sorted(rng.sample(range(len(templates)), rng.randint(2, len(templates))))
         serve_model = "h200" if kind == "dra" else "l40s"
         c: dict[str, Any] = {
@@ -191,7 +193,8 @@ def make_team(rng: random.Random, i: int, clusters: list[dict[str, Any]], leaves
             "name": f"{name}-llm", "cluster": c["name"], "pool": pool["name"], "model": model,
             "architecture": arch, "dataClass": "internal", "tensorParallel": tp, "replicas": reps,
             "maxModelLen": 8192, "sla": {"tpotP95Ms": tpot, "concurrentSequences": 16},
-            "cache": {"size": "400Gi" if tp > 1 else "100Gi"},
+            # shared by the replicas: an RWX class (OPS008)
+            "cache": {"size": "400Gi" if tp > 1 else "100Gi", "storageClass": "shared-rwx"},
         }
         if reps["max"] > reps["min"]:
             dep["autoscaling"] = {"kind": "keda", "waitingRequestsTarget": 5,
@@ -310,7 +313,7 @@ def generate(n_teams: int, n_clusters: int, out: Path, seed: int = 1) -> Path:
                             {"name": "pii", "description": "Personal data; stays in the EU.", "residency": ["eu"]}],
             "admission": {"requiredLabels": ["gpupolicy.dev/team", "gpupolicy.dev/model", "gpupolicy.dev/data-class"],
                           "modes": {"requiredLabels": "Deny", "queueName": "Deny", "servingIsolation": "Deny",
-                                    "backstop": "Warn"}},
+                                    "backstop": "Deny"}},  # OPS006
             "defaults": {"budget": {"guaranteed": 0, "lend": "unlimited"}, "priority": "standard"},
         },
     }

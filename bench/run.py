@@ -185,7 +185,7 @@ def kubernetes_validate(root: Path, timings: dict[str, Any]) -> dict[str, Any]:
 def one(case: str, work: Path, crds: Path) -> dict[str, Any]:
     root = prepare(case, work)
     size = size_of(case)
-    from compiler.load.source import discover
+    from compiler.load.files import discover
 
     teams = len(discover(root / "policies", root)[0]) - 1
     import yaml

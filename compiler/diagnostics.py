@@ -57,7 +57,7 @@ class Diagnostic:
 
 # -- rules: what a diagnostic cites ---------------------------------------------------------------
 
-AREAS = ("LOAD", "SCHEMA", "FLEET", "KUEUE", "MIG", "DRA", "SERVE", "ADM", "GITOPS", "VERIFY")
+AREAS = ("LOAD", "SCHEMA", "FLEET", "KUEUE", "MIG", "DRA", "SERVE", "ADM", "GITOPS", "VERIFY", "OPS")
 RULE_ID = re.compile(r"^(%s)\d{3}$" % "|".join(AREAS))
 
 

@@ -12,11 +12,10 @@ rule module is one import and one line below.
 from __future__ import annotations
 
 from compiler.diagnostics import AREAS, Rule, Scope
-from compiler.load import source
-from compiler.mig import rules as mig_rules
-from compiler.policy import partition
-from compiler.validate import driver, schema
+from compiler.load import files, secrets, source
+from compiler.validate import driver, mig, schema
 from compiler.verify import dra_claims, embedded_cel, kueue_config, kueue_webhook
+from compiler.verify import ops as ops_rules
 from compiler.verify import rules as verify_rules
 from compiler.verify import run as verify_run
 
@@ -24,9 +23,10 @@ __all__ = ["AREAS", "RULES", "Rule", "Scope", "all_rules", "get"]
 
 RULES: tuple[Rule, ...] = (
     *source.RULES,  # LOAD: reading the files
+    *files.RULES,  # LOAD: which files are read (the policy directory's trust boundary)
+    *secrets.RULES,  # LOAD: no credentials in any policy string
     *schema.RULES,  # SCHEMA: each file against its model
-    *mig_rules.RULES,  # MIG: layouts against the GPU catalog, per pool
-    *partition.RULES,
+    *mig.RULES,  # MIG: layouts against the GPU catalog, per pool
     *driver.RULES,  # the semantic rules over the whole policy (SPEC §6)
     *verify_rules.RULES,  # VERIFY and the webhook/config checks over the rendered objects
     *embedded_cel.RULES,
@@ -34,6 +34,7 @@ RULES: tuple[Rule, ...] = (
     *kueue_config.RULES,
     *dra_claims.RULES,
     *verify_run.RULES,
+    *ops_rules.RULES,  # OPS over the rendered fleet (those over the policy come with driver.RULES)
 )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import CRDS, REPO
 
 from compiler.diagnostics import Diagnostic
-from compiler.load.source import load_policy_dir
+from compiler.load.files import load_policy_dir
 from compiler.pipeline.options import Options
 from compiler.pipeline.run import Result, compile_policies
 from compiler.policy.graph import Policy
@@ -46,7 +46,8 @@ def codes(diags: list[Diagnostic]) -> list[str]:
 
 
 def find(diags: list[Diagnostic], code: str) -> Diagnostic:
-    for d in diags:
+    """The first diagnostic of ``code`` that is not a note (the error or warning itself), else the first."""
+    for d in sorted(diags, key=lambda d: d.severity.rank):
         if d.code == code:
             return d
     raise AssertionError(f"no {code} among {[(d.code, d.message) for d in diags]}")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-from helpers import copy_demo, mutate, policy_at
+from helpers import copy_demo, policy_at
 
 from compiler.cel import compile_expr
 from compiler.lower.admission import ACTIONS, lower_admission
@@ -292,16 +292,15 @@ def test_finalizer_removal_on_a_deleting_pod_passes(vaps, namespaces) -> None:
 
 # ---------- backstop ----------
 
-def test_backstop_in_the_demo_warns(vaps, namespaces) -> None:
+def test_backstop_in_the_demo_denies(vaps, namespaces) -> None:
     d = run(vaps, namespaces, pod(ns="scratch", labels={}))
-    assert d.allowed  # demo rolls the backstop out with Warn
-    assert any("gpupolicy does not manage this namespace" in w for w in d.warnings)
+    # issue 15 #6: in Warn an unmanaged namespace takes GPUs Kueue counts as free (OPS006)
+    denied_with(d, "gpupolicy does not manage this namespace")
 
 
 @pytest.fixture(scope="module")
 def strict_vaps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
-    root = copy_demo(tmp_path_factory.mktemp("strict"))
-    mutate(root, "fleet.yaml", "backstop: Warn", "backstop: Deny")
+    root = copy_demo(tmp_path_factory.mktemp("strict"))  # the demo's backstop denies (issue 15 #6)
     policy = load(root)
     return {c: [m.obj for m in lower_admission(policy, c)] for c in ("onprem", "cloud")}
 
@@ -360,7 +359,7 @@ def test_modes_map_to_validation_actions(vaps) -> None:
     actions = {o["metadata"]["name"]: o["spec"]["validationActions"] for o in vaps["onprem"]
                if o["kind"] == "ValidatingAdmissionPolicyBinding"}
     assert actions == {"gpupolicy-required-labels": ["Deny", "Audit"], "gpupolicy-queue-name": ["Deny", "Audit"],
-                       "gpupolicy-serving-isolation": ["Deny", "Audit"], "gpupolicy-gpu-backstop": ["Warn", "Audit"],
+                       "gpupolicy-serving-isolation": ["Deny", "Audit"], "gpupolicy-gpu-backstop": ["Deny", "Audit"],
                        "gpupolicy-namespace-labels": ["Warn", "Audit"]}
     assert all("Deny" not in a or "Warn" not in a for a in ACTIONS.values())
 

@@ -56,7 +56,8 @@ def test_onprem_claim_templates(demo) -> None:  # type: ignore[no-untyped-def]
         ("recsys-train", "a100-80gb-mig-3g.40gb-1"), ("recsys-train", "h100-80gb-1"), ("recsys-train", "h100-80gb-2"),
         ("recsys-train", "h100-80gb-4"), ("recsys-train", "h100-80gb-8"),
         ("search-train", "a100-80gb-mig-1g.10gb-1"),
-        ("vision-train", "a100-80gb-mig-1g.10gb-1"), ("vision-train", "a100-80gb-mig-3g.40gb-1"),
+        ("vision-train", "a100-80gb-mig-1g.10gb-1"), ("vision-train", "a100-80gb-mig-2g.20gb-1"),
+        ("vision-train", "a100-80gb-mig-3g.40gb-1"),
     ]
     h100_4 = objs[("ResourceClaimTemplate", "nlp-train", "h100-80gb-4")]
     assert h100_4["spec"]["spec"] == {"devices": {"requests": [{"name": "gpu", "exactly": {
@@ -77,9 +78,10 @@ def test_kueue_mappings_and_report(demo) -> None:  # type: ignore[no-untyped-def
     onprem = manager_config(demo.policy, "onprem")["resources"]["deviceClassMappings"]
     assert onprem == [
         {"name": "gpupolicy.dev/a100-80gb-mig-1g.10gb", "deviceClassNames": ["a100-80gb-mig-1g.10gb"]},
+        {"name": "gpupolicy.dev/a100-80gb-mig-2g.20gb", "deviceClassNames": ["a100-80gb-mig-2g.20gb"]},
         {"name": "gpupolicy.dev/a100-80gb-mig-3g.40gb", "deviceClassNames": ["a100-80gb-mig-3g.40gb"]},
         {"name": "gpupolicy.dev/h100-80gb", "deviceClassNames": ["h100-80gb"]},
-    ]  # 2g.20gb has no queue and h200 only serves: unmapped, so Kueue rejects claims on them
+    ]  # h200 only serves: unmapped, so Kueue rejects claims on it (2g.20gb is budgeted since OPS005)
     assert "deviceClassMappings" not in manager_config(demo.policy, "cloud")["resources"]
     rep = dra_report(demo.policy)
     assert rep["onprem"]["path"] == "claim-template" and not rep["onprem"]["extendedResource"]
@@ -103,7 +105,7 @@ def test_cloud_has_no_dra_objects(demo) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("version", ["1.34", "1.36"])
 def test_dra_objects_pass_kubernetes_validate(demo, version: str) -> None:  # type: ignore[no-untyped-def]
     dra = [m for m in demo.manifests if m.component == "dra"]
-    assert len(dra) == 17
+    assert len(dra) == 18
     result = verify(dra, kube_versions={"onprem": version}, crds=None, strict=True)
     assert result.diagnostics == []
 

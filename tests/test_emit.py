@@ -62,7 +62,7 @@ def _build_hash(root: Path, seed: str, reverse: bool) -> dict[str, bytes]:
     code = (
         "import sys, os\n"
         "from pathlib import Path\n"
-        "import compiler.load.source as L\n"
+        "import compiler.load.files as L\n"
         "if sys.argv[2] == '1':\n"
         "    orig = L.discover\n"
         "    def rev(d, r):\n"

@@ -150,7 +150,7 @@ def fleets(draw: st.DrawFn) -> dict[str, bytes]:
     return files
 
 
-@settings(max_examples=max(5, EXAMPLES // 5), deadline=None, suppress_health_check=list(HealthCheck),
+@settings(max_examples=LARGE or 5, deadline=None, suppress_health_check=list(HealthCheck),
           derandomize=not LARGE)
 @given(files=fleets(), data=st.data())
 def test_valid_policies_render_deterministically(files: dict[str, bytes], data: st.DataObject) -> None:

@@ -73,7 +73,9 @@ def test_waves_order_charts_config_queues_workloads(demo: Result) -> None:
     assert sorted(wave(m) for m in projects) == [-5, -5]
     a = argo(demo, "Application")
     w = {name: wave(m) for name, m in a.items() if m.component == "onprem"}
-    assert w["gpupolicy-onprem-kueue-chart"] < w["gpupolicy-onprem-namespaces"] < w["gpupolicy-onprem-kueue"]
+    assert w["gpupolicy-onprem-kueue-chart"] <= w["gpupolicy-onprem-namespaces"] < w["gpupolicy-onprem-kueue"]
+    # Namespaces before every Application with objects in them (OPS004)
+    assert w["gpupolicy-onprem-namespaces"] < min(w["gpupolicy-onprem-admission"], w["gpupolicy-onprem-dra"])
     assert w["gpupolicy-onprem-dra-driver-chart"] < w["gpupolicy-onprem-dra"]
     assert w["gpupolicy-onprem-kueue"] < w["gpupolicy-onprem-serving"]
     assert wave(a["gpupolicy-cloud-gpu-operator-chart"]) < wave(a["gpupolicy-cloud-gpu-operator"])

@@ -77,19 +77,29 @@ def test_demo_values() -> None:
     regex = ["^gpupolicy\\.dev/data-class$", "^gpupolicy\\.dev/model$", "^gpupolicy\\.dev/team$",
              "^kueue\\.x-k8s\\.io/cluster-queue-name$", "^kueue\\.x-k8s\\.io/local-queue-name$",
              "^kueue\\.x-k8s\\.io/queue-name$"]
+    # node agents: the chart defaults plus the serving taint (both clusters have serving pools)
+    serving = {"key": "gpupolicy.dev/serving", "operator": "Exists", "effect": "NoSchedule"}
+    gpu = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    control_plane = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "",
+                     "effect": "NoSchedule"}
+    agents, nfd = [gpu, serving], [control_plane, gpu, serving]
     assert gpu_operator_values(p, "cloud") == {
         "devicePlugin": {"config": {"name": DEVICE_PLUGIN_CONFIGMAP, "default": ""},
                          "env": [{"name": SHARING_DIGEST_ENV, "value": sharing_digest(p, "cloud")}]},
         "dcgmExporter": {"enablePodLabels": True, "podLabelAllowlistRegex": regex},
+        "daemonsets": {"tolerations": agents},
+        "node-feature-discovery": {"worker": {"tolerations": nfd}},
     }
     # DRA cluster: no device plugin; MIG Manager keeps the MIG geometry (named layout: generated
     # config); the declared 580 branch differs from the chart's 595 driver -> host drivers.
     assert gpu_operator_values(p, "onprem") == {
         "devicePlugin": {"enabled": False},
         "mig": {"strategy": "mixed"},
-        "dcgmExporter": {"enablePodLabels": True, "podLabelAllowlistRegex": regex,
-                         "env": [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}]},
+        # the exporter's DRA mode stays off: its ServiceAccount cannot list ResourceSlices (OPS002)
+        "dcgmExporter": {"enablePodLabels": True, "podLabelAllowlistRegex": regex},
         "driver": {"enabled": False},
+        "daemonsets": {"tolerations": agents},
+        "node-feature-discovery": {"worker": {"tolerations": nfd}},
     }
     assert configmaps(p, "onprem") == {}  # sharing on DRA is per claim; named layout needs no config
 

@@ -177,7 +177,7 @@ def test_store_survives_corrupt_entries(tmp_path: Path) -> None:
 
 def test_inventories_merge_to_the_whole() -> None:
     """A unit's stored inventory, merged with the others', says what the whole output's does."""
-    from compiler.load.source import load_policy_dir
+    from compiler.load.files import load_policy_dir
     from compiler.lower import lower_all
     from compiler.model.inventory import Inventory
     from compiler.validate import build_policy

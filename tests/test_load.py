@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.load.source import load_policy_dir, load_text
+from compiler.load.files import load_policy_dir
+from compiler.load.source import load_text
 
 
 def _one(text: str | bytes) -> tuple[str, int, int]:

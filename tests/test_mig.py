@@ -24,10 +24,10 @@ from compiler.mig import (
     lookup_profile,
     pack,
     resolve_layout,
-    to_diagnostics,
 )
-from compiler.mig.rules import MigProblem
+from compiler.mig.problems import MigProblem
 from compiler.rules import get
+from compiler.validate.mig import RULE_OF, diagnostic
 
 CATALOG = builtin_catalog()
 MIG_MODELS = [m for m in CATALOG if m.mig]
@@ -40,13 +40,17 @@ def model(model_id: str) -> GpuModel:
 
 
 def errors(problems: list[MigProblem]) -> list[MigProblem]:
-    return [p for p in problems if p.severity is Severity.ERROR]
+    return [p for p in problems if RULE_OF[p.fault].severity is Severity.ERROR]
+
+
+def code(problem: MigProblem) -> str:
+    return RULE_OF[problem.fault].id
 
 
 def codes(problems: list[MigProblem] | MigProblem | list[dict[str, int]]) -> list[str]:
     if isinstance(problems, MigProblem):
-        return [problems.code]
-    return [p.code for p in problems if isinstance(p, MigProblem)]
+        return [code(problems)]
+    return [code(p) for p in problems if isinstance(p, MigProblem)]
 
 
 # --- NVIDIA's default mig-parted config ----------------------------------------------------
@@ -122,15 +126,15 @@ def test_layout_basics() -> None:
 
 def test_unknown_layout_names_the_right_one() -> None:
     got = resolve_layout(model("a100-80gb"), "all-1g.5gb")
-    assert isinstance(got, MigProblem) and got.code == "MIG005"
+    assert isinstance(got, MigProblem) and code(got) == "MIG005"
     assert got.hint and "a100-40gb" in got.hint and "all-1g.10gb" in got.hint and "MIG-INVALID" in got.hint
     typo = resolve_layout(model("h100-80gb"), "all-balance")
-    assert isinstance(typo, MigProblem) and typo.code == "MIG005" and "did you mean all-balanced" in (typo.hint or "")
+    assert isinstance(typo, MigProblem) and code(typo) == "MIG005" and "did you mean all-balanced" in (typo.hint or "")
 
 
 def test_layout_on_gpu_without_mig() -> None:
     got = resolve_layout(model("l4"), "all-1g.5gb")
-    assert isinstance(got, MigProblem) and got.code == "MIG006" and "not MIG-capable" in got.message
+    assert isinstance(got, MigProblem) and code(got) == "MIG006" and "not MIG-capable" in got.message
 
 
 # --- device checks (negative cases assert the reason) -----------------------------------
@@ -138,18 +142,18 @@ def test_layout_on_gpu_without_mig() -> None:
 
 def test_40gb_profile_on_80gb_part() -> None:
     [p] = check_device(model("a100-80gb"), {"1g.5gb": 7})
-    assert p.code == "MIG001" and "no MIG profile 1g.5gb" in p.message
+    assert code(p) == "MIG001" and "no MIG profile 1g.5gb" in p.message
     assert p.hint and "profile of a100-40gb" in p.hint and "a100-80gb: 1g.10gb" in p.hint
 
 
 def test_eight_1g_on_a_7_slice_gpu() -> None:
     [p] = check_device(model("h100-80gb"), {"1g.10gb": 8})
-    assert p.code == "MIG002" and "8x 1g.10gb requested, at most 7 per GPU" in p.message
+    assert code(p) == "MIG002" and "8x 1g.10gb requested, at most 7 per GPU" in p.message
 
 
 def test_4g_plus_4g() -> None:
     [p] = check_device(model("a100-80gb"), {"4g.40gb": 2})
-    assert p.code == "MIG002" and "at most 1 per GPU" in p.message
+    assert code(p) == "MIG002" and "at most 1 per GPU" in p.message
 
 
 def test_3g_plus_4g_fits_side_by_side() -> None:
@@ -164,9 +168,9 @@ def test_3g_plus_4g_fits_side_by_side() -> None:
 
 def test_too_many_memory_slices() -> None:
     [p] = check_device(model("a100-80gb"), {"3g.40gb": 2, "1g.10gb": 1})
-    assert p.code == "MIG003" and "needs 9 memory slices (8+1), the GPU has 8" in p.message
+    assert code(p) == "MIG003" and "needs 9 memory slices (8+1), the GPU has 8" in p.message
     [p] = check_device(model("a100-40gb"), {"4g.20gb": 1, "2g.10gb": 2})
-    assert p.code == "MIG003" and "needs 8 compute slices (4+4), the GPU has 7" in p.message
+    assert code(p) == "MIG003" and "needs 8 compute slices (4+4), the GPU has 7" in p.message
 
 
 PLACEMENT_TRAP: dict[str, Any] = {
@@ -191,7 +195,7 @@ PLACEMENT_TRAP: dict[str, Any] = {
 def test_placement_conflict_is_found_by_the_solver() -> None:
     lab = GpuModelSpec.model_validate(PLACEMENT_TRAP).to_model("lab-gpu")
     [p] = check_device(lab, {"4g.40gb": 1, "2g.20gb": 1})
-    assert p.code == "MIG003" and "no valid placement in 8 memory slices" in p.message
+    assert code(p) == "MIG003" and "no valid placement in 8 memory slices" in p.message
     assert "4g.40gb can occupy memory slices 2-5" in p.message
     assert "2g.20gb can occupy memory slices 2-3, 4-5" in p.message
     assert check_device(lab, {"2g.20gb": 2}) == []
@@ -199,19 +203,19 @@ def test_placement_conflict_is_found_by_the_solver() -> None:
 
 def test_media_extensions_once_per_gpu() -> None:
     [p] = check_device(model("a30"), {"1g.6gb+me": 1, "2g.12gb+me": 1})
-    assert p.code == "MIG002" and "media extensions" in p.message
+    assert code(p) == "MIG002" and "media extensions" in p.message
     assert check_device(model("a100-80gb"), {"1g.10gb+me": 1, "1g.10gb": 6}) == []
 
 
 def test_profile_on_l4() -> None:
     [p] = check_device(model("l4"), {"1g.6gb": 1})
-    assert p.code == "MIG006"
+    assert code(p) == "MIG006"
     assert check_pool_layout(model("l40s"), [], "mixed") == []  # MIG disabled is fine anywhere
 
 
 def test_empty_device_is_a_warning() -> None:
     [p] = check_device(model("h200"), {})
-    assert p.code == "MIG009" and p.severity is Severity.WARNING
+    assert code(p) == "MIG009" and RULE_OF[p.fault].severity is Severity.WARNING and not p.fatal
 
 
 # --- driver-dependent names ---------------------------------------------------------------
@@ -221,11 +225,11 @@ def test_driver_dependent_names() -> None:
     a80 = model("a100-80gb")
     assert check_device(a80, {"3g.39gb": 2}, driver="535.129.03") == []
     [p] = check_device(a80, {"3g.40gb": 2}, driver="545")
-    assert p.code == "MIG001" and "reports 3g.40gb as 3g.39gb" in p.message
+    assert code(p) == "MIG001" and "reports 3g.40gb as 3g.39gb" in p.message
     [p] = check_device(a80, {"3g.39gb": 1})
-    assert p.code == "MIG001" and "535/545" in (p.hint or "")
+    assert code(p) == "MIG001" and "535/545" in (p.hint or "")
     [p] = check_device(a80, {"7g.79gb": 1}, driver="550")
-    assert p.code == "MIG001" and "gpu-operator#351" in (p.hint or "") and "write 7g.80gb" in (p.hint or "")
+    assert code(p) == "MIG001" and "gpu-operator#351" in (p.hint or "") and "write 7g.80gb" in (p.hint or "")
     assert resolve_layout(a80, "all-balanced", driver="535") == [{"1g.10gb": 2, "2g.20gb": 1, "3g.39gb": 1}]
     assert resolve_layout(a80, "all-3g.40gb", driver="535") == [{"3g.39gb": 2}]
     assert resolve_layout(a80, "all-3g.39gb", driver="535") == [{"3g.39gb": 2}]
@@ -249,7 +253,7 @@ def test_single_strategy_with_mixed_profiles() -> None:
     devices = resolve_layout(a80, "all-balanced", gpus=4)
     assert isinstance(devices, list)
     [p] = check_pool_layout(a80, devices, "single")
-    assert p.code == "MIG004" and "single needs one identical profile on every GPU" in p.message
+    assert code(p) == "MIG004" and "single needs one identical profile on every GPU" in p.message
     assert "2x 1g.10gb, 1x 2g.20gb, 1x 3g.40gb" in p.message
     assert check_pool_layout(a80, devices, "mixed") == []
 
@@ -258,7 +262,7 @@ def test_single_strategy_with_different_gpus() -> None:
     h100 = model("h100-80gb")
     devices = [{"1g.10gb": 7}, {"1g.10gb": 7}, {"3g.40gb": 2}]
     [p] = check_pool_layout(h100, devices, "single")
-    assert p.code == "MIG004" and "GPUs 0,1: 7x 1g.10gb" in p.message and "GPU 2: 2x 3g.40gb" in p.message
+    assert code(p) == "MIG004" and "GPUs 0,1: 7x 1g.10gb" in p.message and "GPU 2: 2x 3g.40gb" in p.message
     assert check_pool_layout(h100, [{"1g.10gb": 7}] * 8, "single") == []
     assert codes(check_pool_layout(h100, [{"1g.10gb": 7}], "none")) == ["MIG004"]
     assert codes(check_pool_layout(h100, [{"1g.10gb": 7}], "dynamic")) == ["MIG004"]
@@ -278,7 +282,7 @@ def test_instances_per_node() -> None:
 
 def test_diagnostics_and_rules() -> None:
     loc = Location("policies/fleet.yaml", 12, 9)
-    [d] = to_diagnostics(check_device(model("a100-80gb"), {"1g.5gb": 7}), loc, path="pools[0].mig")
+    [d] = [diagnostic(p, loc, path="pools[0].mig") for p in check_device(model("a100-80gb"), {"1g.5gb": 7})]
     assert d.code == "MIG001" and d.location == loc and d.path == "pools[0].mig" and d.hint
     for i in range(1, 10):
         rule = get(f"MIG00{i}")

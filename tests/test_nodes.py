@@ -112,8 +112,13 @@ def test_demo_node_pools() -> None:
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g6e.12xlarge"]},
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
     ]
-    assert serve["limits"] == {"nvidia.com/gpu": 8}
-    assert pools["l4-dev"].obj["spec"]["limits"] == {"nvidia.com/gpu": 24, "nvidia.com/gpu.shared": 96}
+    assert serve["limits"] == {"nvidia.com/gpu": 8} and "replicas" not in serve  # full cards: on demand
+    # time-sliced: Karpenter cannot launch for nvidia.com/gpu.shared (karpenter#729), so static (OPS003)
+    l4 = pools["l4-dev"].obj["spec"]
+    assert l4["replicas"] == 6 and l4["limits"] == {"nodes": 6}
+    for np in pools.values():  # never expired, drift-replaced or repacked while running work (OPS007)
+        assert np.obj["spec"]["template"]["spec"]["expireAfter"] == "Never"
+        assert {"nodes": "0", "reasons": ["Drifted", "Underutilized"]} in np.obj["spec"]["disruption"]["budgets"]
     assert "taints" not in pools["l4-dev"].obj["spec"]["template"]["spec"]
     assert {m.component for m in pools.values()} == {"nodes"}
     assert pools["l4-dev"].relpath == "cloud/nodes/nodepool._.l4-dev.yaml"
@@ -132,7 +137,7 @@ def test_node_pool_without_instance_types(tmp_path: Path) -> None:
     """, provisioner="karpenter"))
     (np,) = lower_node_pools(p, "c1")
     spec = np.obj["spec"]
-    assert spec["limits"] == {"nvidia.com/gpu": 16, "nvidia.com/mig-3g.40gb": 32}
+    assert spec["replicas"] == 2 and spec["limits"] == {"nodes": 2}  # MIG: static (OPS003)
     reqs = {r["key"]: r["values"] for r in spec["template"]["spec"]["requirements"]}
     assert reqs == {"karpenter.k8s.aws/instance-gpu-manufacturer": ["nvidia"],
                     "karpenter.k8s.aws/instance-gpu-count": ["8"],

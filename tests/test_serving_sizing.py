@@ -7,7 +7,7 @@ import pytest
 from conftest import REPO
 
 from compiler.catalog import builtin_catalog
-from compiler.load.source import load_policy_dir
+from compiler.load.files import load_policy_dir
 from compiler.serving import (
     ARCHITECTURES,
     GIB,
@@ -132,4 +132,6 @@ def test_startup_budget_scales_with_weights() -> None:
 
     small = startup_budget_seconds(16e9)
     large = startup_budget_seconds(141e9)
-    assert 300 <= small < large <= 3600 and small % 60 == 0 and large % 60 == 0
+    assert 300 <= small < large <= 7200 and small % 60 == 0 and large % 60 == 0
+    # a cold download of 70B bf16 weights (~131 GiB) at ~50 MiB/s needs ~45 minutes (issue 15)
+    assert startup_budget_seconds(141e9) >= 45 * 60

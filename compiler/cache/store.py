@@ -2,8 +2,11 @@
 
 Entries are addressed by a hash of exactly the inputs they were computed from (policy file
 bytes, the compiler's own source and installed dependencies, the CRD directory's contents,
-the options), so a changed input is a different key, never a stale hit. The cache is best
-effort: unreadable, corrupt or missing entries are misses, write failures are ignored, and
+the options), so a changed input is a different key, never a stale hit. Every entry carries a
+digest of its kind, key and bytes, keyed with a per-machine secret (``machine_key``), so a flipped,
+truncated, swapped, foreign or forged entry (a cache committed by a pull request) is detected
+before it is decoded. The cache is best effort: unreadable, corrupt or missing entries are misses,
+write failures are ignored (``Store.problems`` says why, in one notice line of the CLI), and
 deleting the directory is always safe. Nothing here ever writes into ``out/``.
 
 Values are ``marshal``-encoded plain data (dicts, lists, tuples, str, int, bytes): ~10x faster
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import marshal
 import os
 import struct
@@ -24,8 +28,9 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
+PACKAGE = Path(__file__).resolve().parent.parent  # compiler/
 CACHE_DIRNAME = ".gpupolicy-cache"
-FORMAT = "gpupolicy-cache-2"
+FORMAT = "gpupolicy-cache-3"
 # Files modified this close to when the out/ state was recorded are re-read: their mtime may not
 # have ticked since (the "racy git" problem; ext4 mtimes move in jiffies).
 RACY_NS = 100_000_000
@@ -71,11 +76,9 @@ def tree_fingerprint(root: Path | None) -> str:
 def compiler_fingerprint() -> str:
     """The compiler's own files, the Python version and every installed distribution: a new
     compiler, a changed rule or an upgraded validator invalidates every entry."""
-    import compiler
-
     h = hashlib.blake2b(digest_size=16)
     h.update(FORMAT.encode() + sys.version.encode())
-    h.update(tree_fingerprint(Path(compiler.__file__).parent).encode())
+    h.update(tree_fingerprint(PACKAGE).encode())
     dists: set[str] = set()
     for entry in sys.path:
         try:
@@ -87,26 +90,116 @@ def compiler_fingerprint() -> str:
     return h.hexdigest()
 
 
+_MAGIC = b"GPC3"
+
+
+@functools.lru_cache(maxsize=1)
+def machine_key() -> tuple[bytes, bool]:
+    """A random key kept outside the repository (``$XDG_CACHE_HOME/gpupolicy/cache-key``, mode
+    0600), which every entry's digest is keyed with, and whether it is kept. A cache directory
+    committed by a pull request, or copied from another machine, cannot forge an entry (the digest
+    is not computable without the key): it is foreign, ignored and recomputed. Without a writable
+    home the key would live for one process only, so the store is not used at all."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpupolicy"
+    path = base / "cache-key"
+    try:
+        key = path.read_bytes()
+        if len(key) == 32:
+            return key, True
+    except (OSError, RuntimeError):
+        pass
+    key = os.urandom(32)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = base / f".cache-key.{os.getpid()}.{key[:4].hex()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(key)
+        try:
+            os.link(tmp, path)  # the first process to create it wins; the others read its key
+        finally:
+            tmp.unlink()
+        return key, True
+    except FileExistsError:
+        try:
+            key = path.read_bytes()
+        except OSError:
+            return key, False
+        return (key, True) if len(key) == 32 else (key, False)
+    except (OSError, RuntimeError):
+        return key, False
+
+
+def _mac(kind: str, key: str, payload: bytes) -> bytes:
+    h = hashlib.blake2b(digest_size=16, key=machine_key()[0])
+    for part in (kind.encode(), key.encode(), payload):
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.digest()
+
+
+def _seal(kind: str, key: str, payload: bytes) -> bytes:
+    """An entry: magic, a keyed digest of (kind, key, payload), the payload. The digest names its
+    own kind and key, so an entry copied or swapped to another key fails like a flipped byte."""
+    return _MAGIC + _mac(kind, key, payload) + payload
+
+
+def _verified(kind: str, key: str, raw: bytes) -> bytes | None:
+    """The payload of an entry whose digest holds, else None (corrupt, swapped or foreign)."""
+    if raw[:4] != _MAGIC or len(raw) < 21:
+        return None
+    payload = raw[20:]
+    return payload if hmac.compare_digest(raw[4:20], _mac(kind, key, payload)) else None
+
+
 class Store:
     """``kind/key`` → marshal-encoded value, written atomically."""
 
     def __init__(self, root: Path) -> None:
         self.dir = root / CACHE_DIRNAME
         self.used: set[tuple[str, str]] = set()
+        self.problems: list[str] = []  # why entries were not used (corrupt, unreadable, unwritable)
+        self.off = not machine_key()[1]
+        if self.off:
+            self.trouble("not used: no writable ~/.cache (or $XDG_CACHE_HOME) to keep its key in")
 
     def get(self, kind: str, key: str) -> Any | None:
+        if self.off:
+            return None
         try:
             with open(self.dir / kind / key, "rb") as fh:
                 raw = fh.read()
-            value = marshal.loads(zlib.decompress(raw) if raw[:1] == b"x" else raw[1:])
-        except (OSError, EOFError, ValueError, TypeError, zlib.error):
+        except OSError as exc:
+            if not isinstance(exc, FileNotFoundError):
+                self.trouble(f"unreadable ({exc.strerror})")
+            return None
+        payload = _verified(kind, key, raw)
+        if payload is None:  # flipped, truncated, swapped, foreign or garbage: a miss, and gone
+            self.trouble("corrupt or foreign entries ignored")
+            try:
+                os.unlink(self.dir / kind / key)
+            except OSError:
+                pass
+            return None
+        try:
+            value = marshal.loads(zlib.decompress(payload) if payload[:1] == b"x" else payload[1:])
+        except (EOFError, ValueError, TypeError, zlib.error):  # hash matched: written by another format
+            self.trouble("corrupt or foreign entries ignored")
             return None
         self.used.add((kind, key))
         return value
 
+    def trouble(self, what: str) -> None:
+        """Remember, once, why the cache was not used as it should (printed as one line)."""
+        if what not in self.problems:
+            self.problems.append(what)
+
     def put(self, kind: str, key: str, value: Any, *, compress: bool = False) -> None:
+        if self.off:
+            return
         data = marshal.dumps(value)
         data = zlib.compress(data, 1) if compress else b"m" + data  # zlib streams start with "x"
+        data = _seal(kind, key, data)
         target = self.dir / kind / key
         tmp = target.with_name(f".{key}.{os.getpid()}.tmp")
         try:
@@ -117,8 +210,12 @@ class Store:
             with open(tmp, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, target)
-        except OSError:
-            tmp.unlink(missing_ok=True)
+        except OSError as exc:
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+            self.trouble(f"unwritable ({exc.strerror})")
             return
         self.used.add((kind, key))
 
@@ -127,6 +224,8 @@ class Store:
         outnumber the used ones ``keep_factor`` times over (edits leave old entries behind; a
         revert may still want the last few). Kinds that share keys (a unit's record, digests
         and rendered files) are judged together, so they go together."""
+        if self.off:
+            return
         kinds = tuple(kinds)
         live = {k for kd, k in self.used if kd in kinds}
         stale: list[Path] = []
@@ -150,6 +249,8 @@ class NullStore(Store):
 
     def __init__(self) -> None:
         self.used = set()
+        self.problems = []
+        self.off = True
 
     def get(self, kind: str, key: str) -> Any | None:
         return None
@@ -161,7 +262,11 @@ class NullStore(Store):
         pass
 
 
-_STAT = struct.Struct("<qqQ")  # size, mtime (ns), inode: what a file's state entry starts with
+NOT_REGULAR = "not-a-regular-file"  # the digest of a link or special file found in out/
+# size, mtime, ctime (ns), inode: what a file's state entry starts with. ctime cannot be set back
+# (touch -d restores an mtime, not a ctime), so an edit in place at the same size is re-read.
+_STAT = struct.Struct("<qqqQ")
+_N = _STAT.size
 
 
 def scan_tree(root: Path, known: dict[str, Any] | None) -> tuple[dict[str, str], dict[str, Any] | None]:
@@ -170,7 +275,7 @@ def scan_tree(root: Path, known: dict[str, Any] | None) -> tuple[dict[str, str],
     close to that moment to trust their mtime. Returns the digests and the new state, or None
     for the state when ``known`` still holds (nothing read, nothing gone).
 
-    A state is ``{"at": ns, "dirs": {"<dir>/": {name: 24-byte stat + hex digest}}}``: one bytes
+    A state is ``{"at": ns, "dirs": {"<dir>/": {name: 32-byte stat + hex digest}}}``: one bytes
     value per file keeps it small to load (70,000 files here, on every ``check``)."""
     old_dirs: dict[str, dict[str, bytes]] = (known or {}).get("dirs") or {}
     cutoff = (known.get("at", 0) if known else 0) - RACY_NS
@@ -189,13 +294,16 @@ def scan_tree(root: Path, known: dict[str, Any] | None) -> tuple[dict[str, str],
                     walk(e.path, f"{prefix}{e.name}/")
                     continue
                 if not e.is_file(follow_symlinks=False):
+                    # a symbolic link or special file is never something a build wrote: stale,
+                    # whatever it points to (never followed, never read)
+                    digests[prefix + e.name] = NOT_REGULAR
                     continue
                 name = e.name
                 st = e.stat(follow_symlinks=False)
-                key = pack(st.st_size, st.st_mtime_ns, st.st_ino)
+                key = pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
                 value = old.get(name)
-                if value is not None and value[:24] == key and st.st_mtime_ns < cutoff:
-                    d = value[24:].decode()
+                if value is not None and value[:_N] == key and max(st.st_mtime_ns, st.st_ctime_ns) < cutoff:
+                    d = value[_N:].decode()
                 else:
                     with open(e.path, "rb") as fh:
                         d = content_digest(fh.read())
@@ -208,7 +316,8 @@ def scan_tree(root: Path, known: dict[str, Any] | None) -> tuple[dict[str, str],
     at = time.time_ns()
     if root.is_dir():
         walk(str(root), "")
-    if known and not read and len(digests) == sum(len(d) for d in old_dirs.values()):
+    if known and not read and NOT_REGULAR not in digests.values() \
+            and len(digests) == sum(len(d) for d in old_dirs.values()):
         return digests, None
     return digests, {"at": at, "dirs": dirs}
 
@@ -232,7 +341,7 @@ def record_tree(root: Path, written: dict[str, str]) -> dict[str, Any]:
                     if d is None:
                         with open(e.path, "rb") as fh:
                             d = content_digest(fh.read())
-                    mine[e.name] = pack(st.st_size, st.st_mtime_ns, st.st_ino) + d.encode()
+                    mine[e.name] = pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) + d.encode()
         dirs[prefix] = mine
 
     if root.is_dir():

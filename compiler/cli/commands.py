@@ -7,6 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Callable
 
+from compiler import escape
 from compiler.cli.render import FORMATS, choose_format
 from compiler.diagnostics import (
     EXIT_OK,
@@ -15,7 +16,6 @@ from compiler.diagnostics import (
     Diagnostic,
     UsageError,
     exit_code,
-    sort_diagnostics,
 )
 from compiler.load.paths import display_path
 
@@ -26,27 +26,30 @@ if TYPE_CHECKING:
     from compiler.cli.out_tree import TreeScan
     from compiler.pipeline.options import Options
     from compiler.pipeline.run import Result
+    from compiler.policy.graph import Policy
 
 
 def _print_diags(diags: list[Diagnostic], opts: Options, ns: argparse.Namespace) -> None:
     fmt = choose_format(ns.format)
     stream = sys.stdout if fmt in ("json",) else sys.stderr
-    FORMATS[fmt](sort_diagnostics(diags), opts.root, stream, stream.isatty())
+    from compiler.pipeline.previous import touched_files
+    from compiler.validate.related import prioritise
 
-
-def _compile(opts: Options, ns: argparse.Namespace, *, verify: bool | None = None) -> Result:
-    from compiler.pipeline.run import compile_policies
-
-    if verify is not None:
-        opts.verify = verify and opts.verify
-    res = compile_policies(opts)
-    _print_diags(res.diagnostics, opts, ns)
-    return res
+    # with a known git base (GPUPOLICY_BASE, or CI): errors on the files the change touched, first
+    FORMATS[fmt](prioritise(diags, touched_files(opts.root)), opts.root, stream, stream.isatty())
 
 
 def cmd_validate(opts: Options, ns: argparse.Namespace) -> int:
-    res = _compile(opts, ns)
-    return EXIT_POLICY if res.policy is None else exit_code(res.diagnostics, strict=opts.strict)
+    """The pipeline with the on-disk store (unless --no-cache), like ``check``: the pre-commit hooks
+    run validate then check, and the second is then answered from the store."""
+    from compiler.cache.store import Store
+    from compiler.pipeline.run import compile_policies
+
+    store = None if ns.no_cache else Store(opts.root)
+    res = compile_policies(opts, store)
+    _print_diags(res.diagnostics, opts, ns)
+    _cache_notice(store)
+    return EXIT_POLICY if res.failed else exit_code(res.diagnostics, strict=opts.strict)
 
 
 def _compile_cached(opts: Options, ns: argparse.Namespace, *, writing: bool = False
@@ -69,7 +72,21 @@ def _compile_cached(opts: Options, ns: argparse.Namespace, *, writing: bool = Fa
     return out, store, scan
 
 
+def _cache_notice(store: Store | None) -> None:
+    """One line when the cache could not be used as it should; the result is the same."""
+    if store is not None and store.problems:
+        print(f"gpupolicy: notice: cache {store.dir.name}/: {'; '.join(store.problems)}; compiled without "
+              "those entries (the result is the same; the directory is safe to delete)", file=sys.stderr)
+
+
 def cmd_build(opts: Options, ns: argparse.Namespace) -> int:
+    from compiler.cli.lock import build_lock
+
+    with build_lock(opts.root):  # one build at a time: the second waits
+        return _build(opts, ns)
+
+
+def _build(opts: Options, ns: argparse.Namespace) -> int:
     from compiler.cli.out_tree import write
 
     out, store, scan = _compile_cached(opts, ns, writing=True)
@@ -85,6 +102,7 @@ def cmd_build(opts: Options, ns: argparse.Namespace) -> int:
     except CacheEntryMissing:  # another process pruned the cache meanwhile: render everything
         out = compile_policies(opts)
         changed = write(scan, opts.root, out, None)
+    _cache_notice(store)
     print(f"gpupolicy: {out.n_objects} objects in {len(out.out_digests)} files "
           f"({'updated' if changed else 'unchanged'})", file=sys.stderr)
     _print_verify_stats(out.verify_stats)
@@ -99,6 +117,13 @@ def _print_verify_stats(st: dict[str, object]) -> None:
 
 
 def cmd_check(opts: Options, ns: argparse.Namespace) -> int:
+    from compiler.cli.lock import build_lock
+
+    with build_lock(opts.root, shared=True):  # never reads out/ halfway through a build's swap
+        return _check(opts, ns)
+
+
+def _check(opts: Options, ns: argparse.Namespace) -> int:
     from compiler.cli.out_tree import stale as stale_outputs
 
     out, store, scan = _compile_cached(opts, ns)
@@ -107,9 +132,10 @@ def cmd_check(opts: Options, ns: argparse.Namespace) -> int:
         scan.result()  # reap the child
         return EXIT_POLICY
     stale = stale_outputs(scan, opts.root, display_path(opts.out_dir, opts.root), out, store)
+    _cache_notice(store)
     if stale:
         for status, path in stale:
-            print(f"stale: {status:8} {path}", file=sys.stderr)
+            print(f"stale: {status:8} {escape.text(path)}", file=sys.stderr)
         print(f"gpupolicy: {len(stale)} generated file(s) are stale; run `gpupolicy build` and commit",
               file=sys.stderr)
         return EXIT_POLICY
@@ -118,23 +144,34 @@ def cmd_check(opts: Options, ns: argparse.Namespace) -> int:
 
 
 def cmd_schema(opts: Options, ns: argparse.Namespace) -> int:
+    from compiler.cli.out_tree import inside
     from compiler.emit.tree import write_file_atomic
     from compiler.model.schemas import render_schemas
 
     schemas = render_schemas()
     for name, data in schemas.items():
-        write_file_atomic(opts.root / "schemas" / name, data)
+        write_file_atomic(inside(opts.root, f"schemas/{name}"), data)
     print(f"gpupolicy: wrote {len(schemas)} schemas to schemas/", file=sys.stderr)
     return EXIT_OK
+
+
+def _validated(opts: Options, ns: argparse.Namespace) -> Policy | None:
+    """The validated policy (nothing lowered), its diagnostics printed; None on errors."""
+    from compiler.cache.store import Store
+    from compiler.pipeline.run import validated_policy
+
+    policy, diags = validated_policy(opts, None if ns.no_cache else Store(opts.root))
+    _print_diags(diags, opts, ns)
+    return None if exit_code(diags) != EXIT_OK else policy
 
 
 def cmd_report(opts: Options, ns: argparse.Namespace) -> int:
     from compiler.report.policy_report import render_markdown
 
-    res = _compile(opts, ns, verify=False)
-    if res.policy is None or exit_code(res.diagnostics) != EXIT_OK:
+    policy = _validated(opts, ns)
+    if policy is None:
         return EXIT_POLICY
-    sys.stdout.write(render_markdown(res.policy).decode())
+    sys.stdout.write(render_markdown(policy).decode())
     return EXIT_OK
 
 
@@ -142,23 +179,23 @@ def cmd_explain(opts: Options, ns: argparse.Namespace) -> int:
     from compiler.tools.explain import explain_team
     from compiler.tools.job_admission import admit, parse_shape
 
-    res = _compile(opts, ns, verify=False)
-    if res.policy is None or exit_code(res.diagnostics) != EXIT_OK:
+    policy = _validated(opts, ns)
+    if policy is None:
         return EXIT_POLICY
-    if res.policy.team(ns.team) is None:
-        known = ", ".join(t.name for t in res.policy.teams)
+    if policy.team(ns.team) is None:
+        known = ", ".join(t.name for t in policy.teams)
         print(f"gpupolicy: no team {ns.team!r} (known: {known})", file=sys.stderr)
         return EXIT_USAGE
-    sys.stdout.write(explain_team(res.policy, ns.team))
+    sys.stdout.write(explain_team(policy, ns.team))
     if ns.job:
         try:
             shape = parse_shape(ns.job)
         except ValueError as exc:
             print(f"gpupolicy: --job: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        clusters = [ns.cluster] if ns.cluster else sorted({e.cluster for e in res.policy.allocation.for_team(ns.team)})
+        clusters = [ns.cluster] if ns.cluster else sorted({e.cluster for e in policy.allocation.for_team(ns.team)})
         for cluster in clusters:
-            verdict = admit(res.policy, ns.team, cluster, shape)
+            verdict = admit(policy, ns.team, cluster, shape)
             if verdict.admissible:
                 chosen = ", ".join(f"{r} on flavor {f}" for r, f in verdict.flavors) or "no GPU resources"
                 print(f"job {ns.job} on {cluster}: admissible when the cohort is idle ({chosen})")
@@ -173,7 +210,6 @@ def cmd_nodes(opts: Options, ns: argparse.Namespace) -> int:
     """Node drift against the contract: exit 0 none, 1 drift (or policy errors), 2 bad input."""
     import json
 
-    from compiler.load.source import load_policy_dir
     from compiler.tools.node_drift import (
         NodesInputError,
         check_nodes,
@@ -182,16 +218,13 @@ def cmd_nodes(opts: Options, ns: argparse.Namespace) -> int:
         render_json,
         render_text,
     )
-    from compiler.validate import build_policy
 
     try:
         nodes = parse_nodes(json.loads(ns.nodes_json.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, ValueError, NodesInputError) as exc:
         raise UsageError(f"cannot read nodes from {ns.nodes_json}: {exc}") from exc
-    sources, diags = load_policy_dir(opts.policy_dir, opts.root)
-    policy, more = build_policy(sources)
-    _print_diags(diags + more, opts, ns)
-    if policy is None or exit_code(diags + more) != EXIT_OK:
+    policy = _validated(opts, ns)
+    if policy is None:
         return EXIT_POLICY
     cluster = ns.cluster
     if cluster is None:
@@ -224,6 +257,24 @@ def cmd_diff(opts: Options, ns: argparse.Namespace) -> int:
     return diff_command(opts, ns)
 
 
+def cmd_import(ns: argparse.Namespace) -> int:
+    from compiler.tools.cluster_import.command import run
+
+    return run(ns)
+
+
+def cmd_audit(ns: argparse.Namespace) -> int:
+    from compiler.tools.audit.command import run
+
+    return run(ns)
+
+
+def cmd_simulate(opts: Options, ns: argparse.Namespace) -> int:
+    from compiler.simulate.command import cmd_simulate as simulate
+
+    return simulate(opts, ns)
+
+
 COMMANDS: dict[str, Callable[[Options, argparse.Namespace], int]] = {
     "validate": cmd_validate,
     "build": cmd_build,
@@ -233,4 +284,5 @@ COMMANDS: dict[str, Callable[[Options, argparse.Namespace], int]] = {
     "explain": cmd_explain,
     "diff": cmd_diff,
     "nodes": cmd_nodes,
+    "simulate": cmd_simulate,
 }

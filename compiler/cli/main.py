@@ -35,7 +35,7 @@ def _common(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("text", "jso
     p.add_argument("--format", choices=list(formats), default=None, help=format_help)
     p.add_argument("--no-verify", action="store_true", help="skip the verify stage (faster, unsafe)")
     p.add_argument("--no-cache", action="store_true",
-                   help="check/build: compile everything, ignoring .gpupolicy-cache/ (safe to delete)")
+                   help="validate/check/build: compile everything, ignoring .gpupolicy-cache/ (safe to delete)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,9 +63,30 @@ def build_parser() -> argparse.ArgumentParser:
     df = sub.add_parser("diff", help="what a change does for whom, compared with a git revision")
     _common(df, ("markdown", "json", "text"), "report format (default: markdown, for a PR comment)")
     df.add_argument("--base", required=True, help="git revision to compare with, e.g. origin/main")
+    from compiler.tools.audit.args import add_arguments as audit_arguments
+    from compiler.tools.cluster_import.args import add_arguments as import_arguments
+
+    import_arguments(sub.add_parser("import", help="draft a policy and an inventory from kubectl exports of a cluster"))
+    audit_arguments(sub.add_parser("audit", help="evidence ledger from exported Kueue Workloads and metric exports"))
+    from compiler.simulate.args import add_arguments as simulate_arguments
+
+    sim = sub.add_parser("simulate", help="replay a job trace against the rendered Kueue objects of a cluster")
+    _common(sim, ("text", "json", "markdown"), "report format (default: text)")
+    simulate_arguments(sim)
     rules = sub.add_parser("rules", help="list every rule ID with its summary")
     rules.add_argument("--examples", action="store_true", help="show PASS/FAIL examples")
     return parser
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """``path`` lies inside ``root``, as written and once symbolic links are resolved (a pull
+    request controls the tree: ``out -> ~/.ssh`` must not make a build replace that directory)."""
+    try:
+        Path(os.path.abspath(path)).relative_to(os.path.abspath(root))
+        path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True
 
 
 def options(ns: argparse.Namespace) -> Options:
@@ -79,6 +100,12 @@ def options(ns: argparse.Namespace) -> Options:
         raise UsageError(f"CRD directory {crds} does not exist")
     if not policy_dir.is_dir():
         raise UsageError(f"policy directory {policy_dir} does not exist")
+    for flag, path in (("--policies", policy_dir), ("--out", out_dir)):
+        # Headers, reports and CODEOWNERS name these relative to the repository: one outside it
+        # would write an absolute path of this machine into them.
+        if not _inside(path, root):
+            raise UsageError(f"{flag} {path} is, or resolves (through a symbolic link) to, a directory outside the "
+                             f"repository root {root}; gpupolicy reads and writes only inside the repository")
     return Options(root=root, policy_dir=policy_dir, out_dir=out_dir, crds=crds, strict=ns.strict,
                    verify=not ns.no_verify)
 
@@ -91,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if ns.command == "rules":
             return commands.cmd_rules(ns.examples)
+        if ns.command in ("import", "audit"):  # exports in, files out: no policy directory options
+            return commands.cmd_import(ns) if ns.command == "import" else commands.cmd_audit(ns)
         opts = options(ns)
         return commands.COMMANDS[ns.command](opts, ns)
     except UsageError as exc:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from compiler.cache.forked import in_child
 from compiler.cache.store import Store, digest, record_tree, scan_tree
+from compiler.diagnostics import UsageError
 from compiler.emit.tree import write_file_atomic, write_tree
 from compiler.pipeline.run import Result
 
@@ -73,5 +74,17 @@ def write(scan: TreeScan, root: Path, out: Result, store: Store | None) -> bool:
     if store is not None and changed:
         store.put("outstate", _state_key(out_dir), record_tree(out_dir, out.out_digests))
     for rel, data in sorted(out.repo_files.items()):
-        changed |= write_file_atomic(root / rel, data)
+        changed |= write_file_atomic(inside(root, rel), data)
     return changed
+
+
+def inside(root: Path, rel: str) -> Path:
+    """``root / rel``, refusing a path whose directory a symbolic link takes outside the repository
+    (a pull request controls the tree: ``.github -> ~/.ssh`` must not make a build write there)."""
+    path = root / rel
+    try:
+        path.parent.resolve().relative_to(root.resolve())
+    except (ValueError, OSError, RuntimeError):
+        raise UsageError(f"refusing to write {rel}: its directory resolves outside the repository "
+                         "(a symbolic link)") from None
+    return path

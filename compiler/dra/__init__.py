@@ -3,7 +3,7 @@ gpupolicy writes, their proof against that inventory, and the Kueue accounting p
 
 The DeviceClasses and mappings derived from a policy are ``compiler.policy.dra_classes``; lowering
 is ``compiler.lower.dra``; the per-cluster summary for REPORT.md / allocation.json is
-``compiler.report.dra``; rules DRA002-DRA014 in ``compiler.dra.rules``.
+``compiler.report.dra``; rules DRA002-DRA014 in ``compiler.validate.dra``.
 """
 
 from __future__ import annotations

@@ -230,7 +230,7 @@ def pool_devices(cluster: Cluster, pool: NodePool, catalog: Catalog, node: int =
     mode = cut_mode(pool.cut)
     if mode.mig(pool.cut) is not None:
         devices, problems, _ = pool_mig_devices(pool, catalog)
-        if devices is None or any(p.severity.value == "error" for p in problems):
+        if devices is None or any(p.fatal for p in problems):
             return [], "its MIG layout does not resolve (see the MIG diagnostics)"
         mig = devices
         for profiles in devices:

@@ -3,7 +3,7 @@
 For each class: which devices (by owning GPU class) it matches, whether it reaches MIG parents,
 where a selector errors at runtime (Kubernetes then aborts the allocation), and where the answer
 depends on something the policy cannot know (a serial, the board variant). Pure functions; the
-rules in ``compiler.dra.rules`` turn results into diagnostics.
+rules in ``compiler.validate.dra`` turn results into diagnostics.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -116,13 +117,71 @@ def diff_tree(expected: Mapping[str, bytes], actual: Mapping[str, bytes]) -> lis
 _after_write: Callable[[Path], None] | None = None
 
 
+def target_dir(root: Path) -> Path:
+    """The directory a swap replaces: ``out/`` itself, or where it points when it is a symbolic
+    link (the link stays; the tree behind it is swapped beside its target)."""
+    return Path(os.path.realpath(root)) if root.is_symlink() else root
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+STALE_STAGING_S = 3600  # a staging directory of the old naming (no pid) this old is abandoned
+
+
+def remove_stale_staging(root: Path) -> None:
+    """Remove the staging trees (``.out.new-<pid>-*``) of builds that were killed: their process
+    is gone (or, for names without a pid, they are over an hour old)."""
+    root = target_dir(root)
+    prefix = f".{root.name}.new-"
+    try:
+        names = [n for n in os.listdir(root.parent) if n.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        pid, _, rest = name[len(prefix):].partition("-")
+        path = root.parent / name
+        if pid.isdigit() and rest:
+            if int(pid) != os.getpid() and not _alive(int(pid)):
+                _remove(path)
+        else:
+            try:
+                if time.time() - path.lstat().st_mtime > STALE_STAGING_S:
+                    _remove(path)
+            except OSError:
+                pass
+
+
 def recover(root: Path) -> None:
-    """Finish a swap that was interrupted between its two renames."""
+    """Finish a swap that was interrupted between its two renames, and remove what killed
+    builds left behind."""
+    root = target_dir(root)
     backup = root.with_name(f".{root.name}.old")
-    if not root.exists() and backup.exists():
+    if not os.path.lexists(root) and os.path.lexists(backup):
         backup.rename(root)
-    elif backup.exists():
-        shutil.rmtree(backup)
+    elif os.path.lexists(backup):
+        _remove(backup)
+    remove_stale_staging(root)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _write(path: str, data: bytes) -> None:
@@ -145,6 +204,7 @@ def write_tree(root: Path, files: Mapping[str, bytes], *, digests: Mapping[str, 
     what changed. Unchanged files are hard-linked from the old tree into the new one (a quarter
     of the cost of writing them); the swap stays two renames, so readers see the old tree or
     the new one, never a mix."""
+    root = target_dir(root)
     recover(root)
     if digests is None:
         digests = {rel: content_digest(data) for rel, data in files.items()}
@@ -153,7 +213,8 @@ def write_tree(root: Path, files: Mapping[str, bytes], *, digests: Mapping[str, 
     if dict(current) == dict(digests):
         return False
     root.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.new-", dir=root.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.new-{os.getpid()}-", dir=root.parent))
+    os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes it 0700; out/ is an ordinary directory
     made: set[str] = set()
     try:
         for rel, d in digests.items():
@@ -176,11 +237,11 @@ def write_tree(root: Path, files: Mapping[str, bytes], *, digests: Mapping[str, 
             if _after_write is not None:
                 _after_write(Path(target))
         backup = root.with_name(f".{root.name}.old")
-        if root.exists():
+        if os.path.lexists(root):
             root.rename(backup)
         staging.rename(root)
-        if backup.exists():
-            shutil.rmtree(backup)
+        if os.path.lexists(backup):
+            _remove(backup)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         recover(root)
@@ -196,6 +257,7 @@ def write_file_atomic(path: Path, data: bytes) -> bool:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -9,10 +9,8 @@ file, duplicate keys, unknown tags, merge keys, alias bombs and absurd nesting o
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from ruamel.yaml import YAML
@@ -22,7 +20,7 @@ from yaml import nodes as libyaml_nodes
 
 from compiler.diagnostics import Diagnostic, Location, Rule, Scope, define
 from compiler.load.fast import compose as compose_fast
-from compiler.load.paths import display_path
+from compiler.load.secrets import check_secrets
 
 YamlPath = tuple[str | int, ...]
 Positions = tuple[dict[YamlPath, tuple[int, int]], dict[YamlPath, tuple[int, int]]]  # values, keys
@@ -242,11 +240,49 @@ class _Converter:
         )
 
 
+def _too_deep(text: str) -> tuple[int, int] | None:
+    """(line, col) where flow brackets, or block indentation, first nest deeper than MAX_DEPTH
+    (quoted text and comments skipped); None for an ordinary file. Cheap, and exact enough: a
+    real policy file is under ten levels deep."""
+    depth = 0
+    quote = ""
+    line, col = 1, 0
+    start = True  # at the start of a line: count its indentation
+    comment = False
+    for ch in text:
+        col += 1
+        if ch == "\n":
+            line, col, start, comment = line + 1, 0, True, False
+            continue
+        if comment:
+            continue
+        if start:
+            if ch == " ":
+                if col > 2 * MAX_DEPTH:
+                    return line, col
+                continue
+            start = False
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            comment = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return line, col
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return None
+
+
 def load_text(display_path: str, raw: bytes) -> tuple[SourceFile | None, list[Diagnostic]]:
     """Parse one file's bytes. Returns the source (None if unusable) and its diagnostics."""
     whole = Location(display_path, 1, 1)
     if len(raw) > MAX_FILE_BYTES:
-        return None, [LOAD_LIMIT.diag(f"file is {len(raw)} bytes, over the limit of {MAX_FILE_BYTES}", whole)]
+        return None, [LOAD_LIMIT.diag(f"file is over the limit of {MAX_FILE_BYTES} bytes", whole)]  # read up to 1 more
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -262,10 +298,18 @@ def load_text(display_path: str, raw: bytes) -> tuple[SourceFile | None, list[Di
     if text.startswith("\ufeff"):
         text = text[1:]
     src = SourceFile(display_path, text, None)
+    deep = _too_deep(text)
+    if deep is not None:  # the parsers recurse per level: refuse before they overflow the stack
+        return None, [LOAD_LIMIT.diag(f"file nests deeper than {MAX_DEPTH} levels", Location(display_path, *deep),
+                                      hint="policy files are a few levels deep; close the brackets")]
     fast = compose_fast(text)
     yaml = YAML(typ="safe", pure=True)
     try:
-        docs = [fast] if fast is not None else list(yaml.compose_all(text))
+        try:
+            docs = [fast] if fast is not None else list(yaml.compose_all(text))
+        except RecursionError:
+            return None, [LOAD_LIMIT.diag(f"file nests deeper than {MAX_DEPTH} levels", whole,
+                                          hint="policy files are a few levels deep")]
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         loc = Location(display_path, mark.line + 1, mark.column + 1) if mark else whole
@@ -293,6 +337,7 @@ def load_text(display_path: str, raw: bytes) -> tuple[SourceFile | None, list[Di
     src.data = conv.convert(docs[0], (), 0)
     if conv.aborted:
         return None, diags
+    diags += check_secrets(src.data, src.locate)  # LOAD010: no credentials in any string
     return src, diags
 
 
@@ -300,62 +345,6 @@ def load_text(display_path: str, raw: bytes) -> tuple[SourceFile | None, list[Di
 class PolicySources:
     fleet: SourceFile | None
     teams: list[SourceFile]
-
-
-def discover(policy_dir: Path, display_root: Path) -> tuple[list[tuple[Path, str]], list[Diagnostic]]:
-    """The files of a policy directory: ``fleet.yaml`` and ``teams/*.yaml``, sorted by name so
-    that the build does not depend on directory order."""
-    diags: list[Diagnostic] = []
-    files: list[tuple[Path, str]] = []
-
-    def display(p: Path) -> str:
-        return display_path(p, display_root)
-
-    fleet = policy_dir / "fleet.yaml"
-    if not fleet.is_file():
-        diags.append(
-            LOAD_MISSING.diag(
-                "no fleet file: the platform's fleet.yaml is missing",
-                Location(display(fleet)),
-                hint=f"create {display(fleet)} with kind: Fleet (clusters, pools, departments)",
-            )
-        )
-    else:
-        files.append((fleet, display(fleet)))
-    teams_dir = policy_dir / "teams"
-    if teams_dir.is_dir():
-        shown_dir = display(teams_dir)  # resolved once: a thousand teams, a thousand resolves otherwise
-        with os.scandir(teams_dir) as it:
-            entries = sorted(it, key=lambda e: e.name)
-        for e in entries:
-            if e.name.startswith("."):
-                continue
-            p = teams_dir / e.name
-            if e.is_file() and p.suffix == ".yaml":
-                files.append((p, display(p) if e.is_symlink() else f"{shown_dir}/{e.name}"))
-            elif p.suffix == ".yml" or e.is_dir():
-                diags.append(
-                    LOAD_MISSING.diag(
-                        f"unexpected {'directory' if p.is_dir() else 'file'} {p.name!r} in teams/",
-                        Location(display(p)),
-                        hint="team files are named <team>.yaml, one per team, directly under teams/",
-                    )
-                )
-    return files, diags
-
-
-def load_policy_dir(policy_dir: Path, display_root: Path) -> tuple[PolicySources, list[Diagnostic]]:
-    files, diags = discover(policy_dir, display_root)
-    blobs: list[tuple[str, bytes | None, bool]] = []
-    for path, shown in files:
-        try:
-            raw: bytes | None = path.read_bytes()
-        except OSError as exc:
-            diags.append(LOAD_MISSING.diag(f"cannot read file: {exc.strerror}", Location(shown)))
-            raw = None
-        blobs.append((shown, raw, path.name == "fleet.yaml" and path.parent == policy_dir))
-    sources, more = load_sources(blobs)
-    return sources, diags + more
 
 
 def load_sources(files: list[tuple[str, bytes | None, bool]]) -> tuple[PolicySources, list[Diagnostic]]:

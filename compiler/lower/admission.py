@@ -24,8 +24,10 @@ What is enforced (admissionregistration.k8s.io/v1, in-process CEL, no webhook):
   cluster's ``systemNamespaces``, kube-system and ``admission.exemptNamespaces`` are exempt.
   Serving namespaces carry the team label: they are gpupolicy's own and allowed.
 - ``gpupolicy-namespace-labels`` (``namespaceLabels``, default Warn): only ArgoCD and the
-  platform groups change ``gpupolicy.dev/*`` and ``data-class.gpupolicy.dev/*`` labels on
-  Namespaces, since those labels decide which rules, queue and data classes apply.
+  platform groups change ``gpupolicy.dev/*``, ``data-class.gpupolicy.dev/*`` and
+  ``priority.gpupolicy.dev/*`` labels on Namespaces, since those labels decide which rules, queue,
+  data classes and priority tiers apply.
+- Priority tiers and the serving PriorityClass: ``compiler.lower.admission_priority``.
 
 Match choices. The policies match CREATE and UPDATE of the kinds Kueue integrates (from the
 Kueue Configuration's ``integrations.frameworks``: batch Jobs, JobSets, Kubeflow jobs,
@@ -51,13 +53,12 @@ the binding's actions.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 from compiler.lower.admission_cel import (
     ALWAYS_GPU_KINDS,
     BACKSTOP_WORKLOADS,
     POD,
-    QUEUED_WORKLOADS,
     Workload,
     cel_list,
     cel_map,
@@ -65,30 +66,41 @@ from compiler.lower.admission_cel import (
     device_requests_class,
     pod_specs,
     pod_templates,
-    requests_gpu,
     selects_label,
     tolerates_taint,
 )
-from compiler.lower.common import obj
+from compiler.lower.admission_vap import (
+    ACTIONS as ACTIONS,  # re-exported: the modes' validationActions
+)
+from compiler.lower.admission_vap import (
+    NOT_DELETING,
+    TRAINING_NAMESPACES,
+    VAP_API,
+    pod_integration,
+    queued_workloads,
+    resource_rules,
+    scope_variables,
+)
+from compiler.lower.admission_vap import binding as _binding
+from compiler.lower.admission_vap import check as _check
+from compiler.lower.admission_vap import vap as _policy
+from compiler.lower.admission_vap import var as _var
 from compiler.lower.gpu_operator import NAMESPACE as GPU_OPERATOR_NS
 from compiler.model.manifest import Manifest
 from compiler.model.targets import Kind, Target
 from compiler.policy.graph import Policy
-from compiler.policy.kueue_manager import manager_config
 from compiler.policy.labels import (
     DATA_CLASS_PREFIX,
     LABEL_DATA_CLASS,
     LABEL_MODEL,
     LABEL_POOL,
-    LABEL_PURPOSE,
     LABEL_QUEUE,
     LABEL_TEAM,
+    PRIORITY_PREFIX,
     SERVING_NODE_LABEL,
     SERVING_TAINT_KEY,
 )
-from compiler.policy.memo import per_policy
 
-VAP_API = "admissionregistration.k8s.io/v1"
 LABELS_POLICY = "gpupolicy-required-labels"
 QUEUE_POLICY = "gpupolicy-queue-name"
 SERVING_POLICY = "gpupolicy-serving-isolation"
@@ -97,87 +109,6 @@ NAMESPACE_POLICY = "gpupolicy-namespace-labels"
 ALWAYS_EXEMPT = ("kube-system",)
 # NVIDIA DRA driver DeviceClasses that hand out GPUs (the ComputeDomain classes do not).
 NVIDIA_GPU_DEVICE_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
-ACTIONS = {"Deny": ["Deny", "Audit"], "Warn": ["Warn", "Audit"], "Audit": ["Audit"]}
-NOT_DELETING = {"name": "not-being-deleted", "expression": "!has(object.metadata.deletionTimestamp)"}
-TRAINING_NAMESPACES = {"matchExpressions": [
-    {"key": LABEL_PURPOSE, "operator": "In", "values": ["training"]},
-    {"key": LABEL_TEAM, "operator": "Exists"},
-]}
-
-
-@per_policy
-def queued_workloads(policy: Policy, cluster: str) -> list[Workload]:
-    """The kinds Kueue manages on ``cluster`` (unknown framework names are not checked)."""
-    frameworks = manager_config(policy, cluster).get("integrations", {}).get("frameworks", [])
-    return [QUEUED_WORKLOADS[f] for f in frameworks if f in QUEUED_WORKLOADS]
-
-
-def pod_integration(policy: Policy, cluster: str) -> bool:
-    return "pod" in manager_config(policy, cluster).get("integrations", {}).get("frameworks", [])
-
-
-def resource_rules(workloads: Iterable[Workload], operations: list[str]) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, str], list[str]] = {}
-    for w in workloads:
-        groups.setdefault((w.group, w.version), [])
-        if w.resource not in groups[(w.group, w.version)]:
-            groups[(w.group, w.version)].append(w.resource)
-    return [{"apiGroups": [g], "apiVersions": [v], "resources": sorted(rs), "operations": list(operations),
-             "scope": "Namespaced"} for (g, v), rs in sorted(groups.items())]
-
-
-def _var(name: str, expression: str) -> dict[str, str]:
-    return {"name": name, "expression": expression}
-
-
-def _check(expression: str, message: str, message_expression: str, reason: str = "Invalid") -> dict[str, str]:
-    return {"expression": expression, "message": message, "messageExpression": message_expression,
-            "reason": reason}
-
-
-def scope_variables(workloads: list[Workload], *, claims: bool, always: Iterable[str] = ()) -> list[dict[str, str]]:
-    """templates/podSpecs/requestsGpu of the object and (on UPDATE only) of the old object."""
-    always = [k for k in always if any(w.kind == k for w in workloads)]
-    return [
-        _var("templates", pod_templates("object", workloads)),
-        _var("podSpecs", pod_specs("variables.templates")),
-        _var("requestsGpu", requests_gpu("object", "variables.podSpecs", claims=claims, always=always)),
-        _var("oldPodSpecs", f"request.operation == 'UPDATE' ? {pod_specs('(' + pod_templates('oldObject', workloads) + ')')} : []"),
-        _var("oldRequestsGpu", f"request.operation == 'UPDATE' && "
-                               f"({requests_gpu('oldObject', 'variables.oldPodSpecs', claims=claims, always=always)})"),
-        _var("labels", "has(object.metadata.labels) ? object.metadata.labels : {}"),
-        _var("oldLabels", "request.operation == 'UPDATE' && has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}"),
-        # GPU work, checked on CREATE, and on UPDATE when labels change or GPUs are newly asked for.
-        _var("inScope", "variables.requestsGpu && (request.operation == 'CREATE' || "
-                        "variables.labels != variables.oldLabels || !variables.oldRequestsGpu)"),
-        _var("nsLabels", "has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {}"),
-        _var("nsTeam", f"'{LABEL_TEAM}' in variables.nsLabels ? variables.nsLabels['{LABEL_TEAM}'] : ''"),
-    ]
-
-
-def _policy(name: str, rules: list[dict[str, Any]], variables: list[dict[str, str]], validations: list[dict[str, str]],
-            conditions: list[dict[str, str]], audit: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    vap = obj(VAP_API, "ValidatingAdmissionPolicy", name)
-    spec: dict[str, Any] = {
-        "failurePolicy": "Fail",
-        "matchConstraints": {"matchPolicy": "Equivalent", "resourceRules": rules},
-        "matchConditions": conditions,
-        "variables": variables,
-        "validations": validations,
-    }
-    if audit:
-        spec["auditAnnotations"] = audit
-    vap["spec"] = spec
-    return vap
-
-
-def _binding(name: str, mode: str, namespaces: dict[str, Any] | None) -> dict[str, Any]:
-    b = obj(VAP_API, "ValidatingAdmissionPolicyBinding", name)
-    spec: dict[str, Any] = {"policyName": name, "validationActions": ACTIONS[mode]}
-    if namespaces is not None:
-        spec["matchResources"] = {"namespaceSelector": namespaces}
-    b["spec"] = spec
-    return b
 
 
 def _label_hint(policy: Policy) -> str:
@@ -375,7 +306,8 @@ def namespace_label_writers(policy: Policy) -> tuple[list[str], list[str]]:
 
 def namespace_policy(policy: Policy) -> dict[str, Any]:
     users, groups = namespace_label_writers(policy)
-    owned = f"k.startsWith('{LABEL_TEAM.split('/')[0]}/') || k.startsWith('{DATA_CLASS_PREFIX}')"
+    owned = (f"k.startsWith('{LABEL_TEAM.split('/')[0]}/') || k.startsWith('{DATA_CLASS_PREFIX}') || "
+             f"k.startsWith('{PRIORITY_PREFIX}')")
     variables = [
         _var("labels", "has(object.metadata.labels) ? object.metadata.labels : {}"),
         _var("oldLabels", "request.operation == 'UPDATE' && has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}"),

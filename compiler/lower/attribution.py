@@ -22,16 +22,25 @@ def dcgm_attribution_values(label_keys: Iterable[str] = (), *, dra: bool = False
 
     The chart copies ``enablePodLabels``/``podLabelAllowlistRegex`` into the ClusterPolicy; the
     operator turns them into ``DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS=true`` and
-    ``..._POD_LABEL_ALLOWLIST_REGEX`` and grants the exporter read access to pods. The allowlist
-    keeps only the audit labels and Kueue's queue labels (metric cardinality). On DRA clusters
-    the exporter also needs ``KUBERNETES_ENABLE_DRA`` to map claim-allocated GPUs to pods (the
-    kubelet must expose DRA devices in its pod-resources API).
+    ``..._POD_LABEL_ALLOWLIST_REGEX`` and grants the exporter read access to pods
+    (NVIDIA/gpu-operator v26.7.0 ``assets/state-dcgm-exporter/0210_clusterrole.yaml``: pods
+    get/list/watch, nothing else). The allowlist keeps only the audit labels and Kueue's queue
+    labels (metric cardinality).
+
+    DRA clusters: the exporter's DRA mode (``KUBERNETES_ENABLE_DRA``) is deliberately **not**
+    turned on. In that mode the exporter builds a ResourceSlice informer and waits for its cache
+    before serving HTTP (NVIDIA/dcgm-exporter ``internal/pkg/transformation/dra.go``,
+    ``NewDRAResourceSliceManager``: ``cache.WaitForCacheSync`` on a context never cancelled),
+    but the operator's ClusterRole grants no ``resourceslices`` (its asset carries the TODO
+    "Add resourceSlices permissions when GPU Operator exposes DRA exporter support") and the
+    informer lists ``resource.k8s.io/v1beta1``, a beta API a 1.34+ cluster does not serve by
+    default: the exporter would never become live. ``dra`` is accepted so the caller states the
+    path; OPS002 (``compiler.verify.ops``) rejects values that turn DRA mode on without the grant.
+    Per-pod GPU metrics on DRA clusters are reported as unavailable (``compiler.report.attribution``).
     """
     keys = sorted({*AUDIT_KEYS, *label_keys})
     values: dict[str, Any] = {
         "enablePodLabels": True,
         "podLabelAllowlistRegex": ["^" + re.escape(k).replace("\\-", "-") + "$" for k in keys],
     }
-    if dra:
-        values["env"] = [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}]
     return {"dcgmExporter": values}

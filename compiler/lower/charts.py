@@ -22,9 +22,12 @@ from typing import Any
 
 from compiler.emit.tree import dump_yaml
 from compiler.lower.gpu_operator import NAMESPACE, gpu_operator_values
-from compiler.policy.cuts import cut_mode
+from compiler.policy.cuts import cut_mode, mig_cut
 from compiler.policy.graph import Policy
 from compiler.policy.kueue_manager import manager_config
+from compiler.policy.labels import LABEL_MIG_CONFIG
+from compiler.policy.node_agents import DRA_KUBELET_PLUGIN, agent_tolerations
+from compiler.policy.node_contract import MIG_STATE
 from compiler.policy.versions import dra_driver_version, gpu_operator_version, kueue_version, plain, with_v
 
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
@@ -81,6 +84,9 @@ def dra_driver_values(policy: Policy, cluster: str) -> dict[str, Any]:
     - Feature gates the pools need: time-sliced pools → ``TimeSlicingSettings``, MPS pools →
       ``MPSSupport`` (user-mediated sharing through a shared claim's ``GpuConfig``); then the
       fleet's explicit ``featureGates.draDriver`` for the cluster, which win.
+    - ``kubeletPlugin.tolerations``: the chart default plus every node-contract taint
+      (``compiler.policy.node_agents``), so serving nodes publish ResourceSlices too;
+      ``kubeletPlugin.affinity`` on clusters with MIG pools: ``mig_gated_affinity``.
     """
     c = policy.clusters[cluster]
     driver = gpu_operator_values(policy, cluster).get("driver", {})
@@ -97,7 +103,45 @@ def dra_driver_values(policy: Policy, cluster: str) -> dict[str, Any]:
     }
     if gates:
         values["featureGates"] = dict(sorted(gates.items()))
+    plugin: dict[str, Any] = {}
+    tolerations = agent_tolerations(policy, cluster, DRA_KUBELET_PLUGIN)
+    if tolerations:
+        plugin["tolerations"] = tolerations
+    if any(mig_cut(p.cut) is not None for p in c.pools):
+        plugin["affinity"] = mig_gated_affinity()
+    if plugin:
+        values["kubeletPlugin"] = plugin
     return values
+
+
+# NFD's label for a node with an NVIDIA PCI device: the first of the chart's default affinity terms.
+NFD_NVIDIA_PCI = "feature.node.kubernetes.io/pci-10de.present"
+
+
+def mig_gated_affinity() -> dict[str, Any]:
+    """The DRA kubelet plugin's node affinity on clusters with MIG pools: only on nodes whose MIG
+    layout MIG Manager has applied (``nvidia.com/mig.config.state=success``) or that take no MIG
+    layout (no ``nvidia.com/mig.config`` label).
+
+    Why: the plugin enumerates GPUs and MIG devices once, when it starts, and publishes them as
+    ResourceSlices (kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1
+    ``cmd/gpu-kubelet-plugin/device_state.go`` ``NewDeviceState`` → ``nvlib.go``
+    ``enumerateAllPossibleDevices``; ``driver.go`` publishes that set), and MIG Manager, which
+    restarts only its own operands around a reconfiguration (gpu-operator v26.7.0 ``nvidia.com/gpu.deploy.*``
+    ``paused-for-mig-change``), does not restart it: started before the layout is applied it
+    advertises whole GPUs and stale slices forever (k8s-dra-driver-gpu#473). A DaemonSet pod runs
+    only where its node affinity matches and the DaemonSet controller deletes it when the node
+    stops matching (kubernetes ``pkg/controller/daemon/daemon_controller.go``,
+    ``NodeShouldRunDaemonPod``), so while MIG Manager reconfigures (state ``pending``/``rebooting``)
+    the plugin is gone, and it starts again, enumerating the new slices, at ``success``. The chart's
+    default affinity (``kubeletPlugin.affinity``, v0.4.1 ``values.yaml``) is replaced, keeping its NFD
+    term: the GPU Operator's NFD worker labels every NVIDIA node with it.
+    """
+    base = {"key": NFD_NVIDIA_PCI, "operator": "In", "values": ["true"]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [dict(base), {"key": LABEL_MIG_CONFIG, "operator": "DoesNotExist"}]},
+        {"matchExpressions": [dict(base, values=["true"]), {"key": MIG_STATE, "operator": "In", "values": ["success"]}]},
+    ]}}}
 
 
 # Kueue's internal certificate manager writes the CA into its webhooks and CRD conversion

@@ -58,6 +58,7 @@ from compiler.model.manifest import Manifest
 from compiler.model.targets import Kind, Target
 from compiler.policy.cuts import GPU_RESOURCE, cut_mode, mig_cut
 from compiler.policy.graph import Policy
+from compiler.policy.node_agents import GPU_OPERATOR_OPERANDS, NFD_WORKER, agent_tolerations
 from compiler.policy.node_contract import CUSTOM_LAYOUT_PREFIX, mig_layout
 from compiler.policy.partition import pool_mig_devices
 from compiler.policy.versions import CHART_DRIVER, gpu_operator_version
@@ -195,6 +196,12 @@ def gpu_operator_values(policy: Policy, cluster: str) -> dict[str, Any]:
     driver = _driver_values(policy, c)
     if driver:
         values["driver"] = driver
+    # Node agents tolerate every taint of the node contract (serving pools), or serving nodes get
+    # no driver, no GFD labels, no device plugin and no NFD labels (compiler.policy.node_agents).
+    operands = agent_tolerations(policy, cluster, GPU_OPERATOR_OPERANDS)
+    if operands:
+        values["daemonsets"] = {"tolerations": operands}
+        values["node-feature-discovery"] = {"worker": {"tolerations": agent_tolerations(policy, cluster, NFD_WORKER)}}
     return values
 
 

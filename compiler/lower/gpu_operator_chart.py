@@ -19,6 +19,9 @@ from typing import Any, Iterator
 from compiler.policy.versions import DEFAULT_GPU_OPERATOR
 
 _MISSING = object()
+# Values of the chart's subcharts (Chart.yaml dependencies): read by the subchart, not by the
+# ClusterPolicy template, so never "unread" here.
+SUBCHARTS = frozenset({"node-feature-discovery"})
 
 
 class ChartValuesError(ValueError):
@@ -205,7 +208,7 @@ def render_cluster_policy(
     v = _Values(deep_merge(defaults, overrides))
     deploy = v.get("clusterPolicy.deployCR")
     spec = _spec(v, app_version)
-    unread = [p for p in _leaves(overrides) if not _consumed(p, v.read)]
+    unread = [p for p in _leaves(overrides) if not _consumed(p, v.read) and p.split(".")[0] not in SUBCHARTS]
     if unread:
         raise ChartValuesError("values the ClusterPolicy template does not read: " + ", ".join(sorted(unread)))
     if not _truthy(deploy):

@@ -6,7 +6,19 @@ from compiler.lower.common import obj
 from compiler.model.manifest import Manifest
 from compiler.model.targets import Kind, Target
 from compiler.policy.graph import Policy, Team, serving_namespace
-from compiler.policy.labels import DATA_CLASS_PREFIX, LABEL_DEPARTMENT, LABEL_PURPOSE, LABEL_TEAM
+from compiler.policy.labels import (
+    DATA_CLASS_PREFIX,
+    LABEL_DEFAULT_PRIORITY,
+    LABEL_DEPARTMENT,
+    LABEL_PURPOSE,
+    LABEL_TEAM,
+    PRIORITY_PREFIX,
+)
+from compiler.policy.priorities import team_priorities
+
+# Argo CD never prunes these (docs/user-guide/sync-options.md "No Prune Resources"): a renamed or
+# removed team must not take its Secrets, PVCs and model cache with it; deleting is a human step.
+KEEP_ON_PRUNE = {"argocd.argoproj.io/sync-options": "Prune=false"}
 
 
 def team_namespaces(team: Team, cluster: str) -> list[tuple[str, str]]:
@@ -29,7 +41,13 @@ def lower_team_namespaces(policy: Policy, team: Team, cluster: str) -> list[Mani
         }
         for dc in sorted(spec.data_classes):
             labels[DATA_CLASS_PREFIX + dc] = "true"
-        ns = obj("v1", "Namespace", name, labels=labels)
+        if purpose == "training":  # the tiers admission lets its jobs name (compiler.lower.admission_priority)
+            prio = team_priorities(policy, team)
+            if prio.tier is not None:
+                labels[LABEL_DEFAULT_PRIORITY] = prio.tier
+            for tier in prio.allowed:
+                labels[PRIORITY_PREFIX + tier] = "true"
+        ns = obj("v1", "Namespace", name, labels=labels, annotations=KEEP_ON_PRUNE)
         out.append(Manifest(cluster, "namespaces", ns, (policy.fleet_src.path, team.path)))
     return out
 

@@ -14,11 +14,24 @@ instance type's GPUs, not how the device plugin will cut them); once a node is i
 Karpenter counts the node's own capacity, where time-sliced/MPS and MIG GPUs appear as
 ``nvidia.com/gpu.shared`` / ``nvidia.com/mig-*``, so those get a limit too.
 
-Known limit of dynamic provisioning: Karpenter simulates scheduling with instance-type
-capacity only, so pending pods that request ``nvidia.com/gpu.shared`` or ``nvidia.com/mig-*``
-never trigger a launch; such pools scale up only through pods requesting ``nvidia.com/gpu``
-(or must be kept warm, e.g. with Karpenter's alpha static ``replicas``). Consolidation is
-``WhenEmpty``: a GPU node is not disrupted to repack running training jobs or model servers.
+Static pools: Karpenter simulates scheduling with instance-type capacity only (an instance
+type's ``nvidia.com/gpu`` count; karpenter#729: it does not know that time-slicing or MIG turns
+those GPUs into ``nvidia.com/gpu.shared`` / ``nvidia.com/mig-*``, and it cannot simulate DRA
+ResourceClaims), so pending pods that request those never trigger a launch, while Kueue admits
+against the full quota. Pools whose nodes advertise anything but ``nvidia.com/gpu`` (time-sliced,
+MPS and MIG pools) and every pool of a DRA cluster are therefore rendered **static**:
+``spec.replicas = nodes`` (karpenter v1.14.1 ``pkg/apis/crds/karpenter.sh_nodepools.yaml``:
+alpha, behind the controller's ``StaticCapacity`` feature gate, default false in
+``pkg/operator/options/options.go``; listed as a prerequisite in the bootstrap report), with only
+``limits.nodes`` (the CRD's CEL rule), and consolidation does not apply to them. OPS003
+(``compiler.verify.ops``) checks that every resource Kueue may admit is one the provisioner can
+create or a static pool holds.
+
+Disruption: ``expireAfter: Never`` (the CRD default ``720h`` replaces every node monthly, and
+expiration ignores budgets) and budgets that allow no drift or underutilisation disruption
+(``reasons: [Drifted, Underutilized]`` at ``0``; 10 % otherwise, the CRD default): a multi-day
+training job or a model server is never evicted to roll a node; node upgrades are an explicit
+operation. Consolidation is ``WhenEmpty``: only empty GPU nodes are removed. OPS007 checks it.
 """
 
 from __future__ import annotations
@@ -57,6 +70,21 @@ def _limits(pc: PoolContract) -> dict[str, int]:
     return dict(sorted(limits.items()))
 
 
+# Karpenter's disruption: no node running work is replaced for drift or repacked; 10 % (the
+# CRD default) for the rest, i.e. empty nodes.
+DISRUPTION_BUDGETS: list[dict[str, Any]] = [
+    {"nodes": "10%"},
+    {"nodes": "0", "reasons": ["Drifted", "Underutilized"]},
+]
+
+
+def is_static(policy: Policy, cluster: str, pc: PoolContract) -> bool:
+    """Karpenter cannot launch nodes for this pool on demand (module docstring)."""
+    if policy.clusters[cluster].dra:
+        return True
+    return any(resource != FULL_GPU and n > 0 for resource, n in pc.resources.items())
+
+
 def node_pool(policy: Policy, cluster: str, pc: PoolContract) -> dict[str, Any] | None:
     pool = next(p for p in policy.clusters[cluster].pools if p.name == pc.pool)
     kp = pool.karpenter
@@ -78,15 +106,20 @@ def node_pool(policy: Policy, cluster: str, pc: PoolContract) -> dict[str, Any] 
     template_spec: dict[str, Any] = {
         "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": NODE_CLASS_KIND, "name": kp.node_class},
         "requirements": requirements,
+        "expireAfter": "Never",
     }
     if pc.taints:
         template_spec["taints"] = [t.as_dict() for t in pc.taints]
     np = obj(KARPENTER_API, "NodePool", pc.pool, labels={LABEL_POOL: pc.pool})
-    np["spec"] = {
-        "template": {"metadata": {"labels": labels}, "spec": template_spec},
-        "limits": _limits(pc),
-        "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m"},
-    }
+    static = is_static(policy, cluster, pc)
+    spec: dict[str, Any] = {}
+    if static:
+        spec["replicas"] = pc.nodes
+    spec["template"] = {"metadata": {"labels": labels}, "spec": template_spec}
+    spec["limits"] = {"nodes": pc.nodes} if static else _limits(pc)
+    spec["disruption"] = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m",
+                          "budgets": [dict(b) for b in DISRUPTION_BUDGETS]}
+    np["spec"] = spec
     return np
 
 

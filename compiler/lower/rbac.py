@@ -53,6 +53,10 @@ def training_rules(policy: Policy, cluster: str) -> list[dict[str, Any]]:
         _rule("events.k8s.io", ["events"], READ),
         _rule("kueue.x-k8s.io", ["localqueues", "workloads"], READ),
     ]
+    if policy.clusters[cluster].dra:
+        # Jobs name the compiler's ResourceClaimTemplates (component dra); teams must be able
+        # to list them, and to read the claims made from them (allocation, status).
+        rules.append(_rule("resource.k8s.io", ["resourceclaims", "resourceclaimtemplates"], READ))
     return rules
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.lower.common import obj
+from compiler.lower.namespaces import KEEP_ON_PRUNE
 from compiler.model.fleet import NodePool
 from compiler.model.manifest import Manifest
 from compiler.model.targets import Kind, Target
@@ -26,13 +27,15 @@ from compiler.policy.labels import (
     SERVING_NODE_LABEL,
     SERVING_TAINT_KEY,
 )
+from compiler.policy.priorities import SERVING_PRIORITY_CLASS
 from compiler.policy.versions import vllm_image
 from compiler.serving.plan import Resolved, deployments, model_label, resolve
 from compiler.serving.sizing import startup_budget_seconds
 
-PRIORITY_CLASS = "gpupolicy-serving"
+PRIORITY_CLASS = SERVING_PRIORITY_CLASS  # only serving namespaces may use it (compiler.lower.admission_priority)
 PORT = 8000
 SERVICE_PORT = 80
+MONITORING_API = "monitoring.coreos.com/v1"
 CACHE_MOUNT = "/data"
 CPU_PER_GPU = 4
 MEMORY_GIB_PER_GPU = 16
@@ -92,7 +95,7 @@ def serving_objects(policy: Policy, r: Resolved) -> list[dict[str, Any]]:
     objs: list[dict[str, Any]] = []
     claim = d.cache.existing_claim or f"{d.name}-model-cache"
     if d.cache.existing_claim is None:
-        pvc = obj("v1", "PersistentVolumeClaim", claim, namespace=ns, labels=labels)
+        pvc = obj("v1", "PersistentVolumeClaim", claim, namespace=ns, labels=labels, annotations=KEEP_ON_PRUNE)
         mode = d.cache.access_mode or ("ReadWriteMany" if d.replicas.max > 1 else "ReadWriteOnce")
         pvc["spec"] = {"accessModes": [mode], "resources": {"requests": {"storage": d.cache.size}}}
         if d.cache.storage_class:
@@ -233,9 +236,13 @@ def _autoscaler(r: Resolved, ns: str, labels: dict[str, str]) -> list[dict[str, 
                 "serverAddress": a.prometheus_address or "",
                 "query": query,
                 "threshold": str(a.waiting_requests_target),
+                # KEDA's default (true) reads an empty result as zero load: a metric nobody scrapes
+                # would never scale. false makes it an error the ScaledObject reports
+                # (kedacore/keda pkg/scalers/prometheus_scaler.go, ignoreNullValues).
+                "ignoreNullValues": "false",
             }}],
         }
-        return [so]
+        return [so, _pod_monitor(r, ns, labels)]
     hpa = obj("autoscaling/v2", "HorizontalPodAutoscaler", d.name, namespace=ns, labels=labels)
     # Needs a custom-metrics adapter exposing vLLM's vllm:num_requests_waiting gauge per pod
     # under this name (metric names with ':' are not valid in the custom metrics API path).
@@ -247,7 +254,19 @@ def _autoscaler(r: Resolved, ns: str, labels: dict[str, str]) -> list[dict[str, 
                                               "target": {"type": "AverageValue",
                                                          "averageValue": str(a.waiting_requests_target)}}}],
     }
-    return [hpa]
+    return [hpa, _pod_monitor(r, ns, labels)]
+
+
+def _pod_monitor(r: Resolved, ns: str, labels: dict[str, str]) -> dict[str, Any]:
+    """The scrape of vLLM's ``/metrics`` the autoscaler's query reads (``vllm:num_requests_waiting``):
+    a Prometheus Operator PodMonitor (``monitoring.coreos.com/v1``, CRD in the prerequisites) on the
+    container port ``http``. The Prometheus the trigger queries must select PodMonitors in serving
+    namespaces (its ``podMonitorSelector``/``podMonitorNamespaceSelector``); OPS009 checks that every
+    autoscaled Deployment has one."""
+    pm = obj(MONITORING_API, "PodMonitor", r.dep.name, namespace=ns, labels=labels)
+    pm["spec"] = {"selector": {"matchLabels": selector_labels(r.dep.name)},
+                  "podMetricsEndpoints": [{"port": "http", "path": "/metrics"}]}
+    return pm
 
 
 def _exposure(r: Resolved, ns: str, labels: dict[str, str]) -> list[dict[str, Any]]:
@@ -300,6 +319,7 @@ TARGETS = (
         Kind("policy/v1", "PodDisruptionBudget"),
         Kind("keda.sh/v1alpha1", "ScaledObject"),
         Kind("autoscaling/v2", "HorizontalPodAutoscaler"),
+        Kind(MONITORING_API, "PodMonitor"),
         Kind("inference.networking.k8s.io/v1", "InferencePool"),
         Kind("gateway.networking.k8s.io/v1", "HTTPRoute"),
     )),

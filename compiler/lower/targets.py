@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Callable
 
 import compiler.lower.admission as admission
+import compiler.lower.admission_priority as admission_priority
 import compiler.lower.dra as dra
 import compiler.lower.gpu_operator as gpu_operator
 import compiler.lower.kueue as kueue
@@ -38,6 +39,7 @@ TARGETS: tuple[Target, ...] = (
     *nodes.TARGETS,
     *serving.TARGETS,
     *admission.TARGETS,
+    *admission_priority.TARGETS,
     *rbac.TARGETS,
 )
 

@@ -1,5 +1,6 @@
 """MIG geometry: profile lookup per driver branch, named layouts, placement packing, strategy
-checks and per-node capacity. Rule IDs MIG001-MIG009 are defined in ``compiler.mig.rules``."""
+checks and per-node capacity. What can be wrong is a ``MigFault``
+(``compiler.mig.problems``); the rules that report faults, MIG001-MIG011, are ``compiler.validate.mig``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from compiler.mig.check import (
 )
 from compiler.mig.layouts import BALANCED, DISABLED, ENABLED, layout_names, resolve_layout
 from compiler.mig.packing import PackResult, Placement, pack
-from compiler.mig.rules import (
+from compiler.mig.problems import (
     BAD_DRIVER,
     COUNT_OVER_MAX,
     DRIVER_TOO_OLD,
@@ -24,8 +25,8 @@ from compiler.mig.rules import (
     STRATEGY_MISMATCH,
     UNKNOWN_LAYOUT,
     UNKNOWN_PROFILE,
+    MigFault,
     MigProblem,
-    to_diagnostics,
 )
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "STRATEGY_MISMATCH",
     "UNKNOWN_LAYOUT",
     "UNKNOWN_PROFILE",
+    "MigFault",
     "MigProblem",
     "PackResult",
     "Placement",
@@ -54,5 +56,4 @@ __all__ = [
     "lookup_profile",
     "pack",
     "resolve_layout",
-    "to_diagnostics",
 ]

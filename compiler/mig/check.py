@@ -10,7 +10,7 @@ from compiler.catalog.builtin import builtin_catalog
 from compiler.catalog.model import GpuModel, MigGeometry, MigProfile, driver_branch
 from compiler.diagnostics import closest
 from compiler.mig.packing import pack
-from compiler.mig.rules import (
+from compiler.mig.problems import (
     BAD_DRIVER,
     COUNT_OVER_MAX,
     DRIVER_TOO_OLD,
@@ -206,7 +206,7 @@ def check_pool_layout(
     for key, indices in groups.items():
         for p in check_device(model, dict(key), driver=driver):
             if len(groups) > 1:
-                p = MigProblem(p.rule, f"{_gpu_set(indices)}: {p.message}", p.hint)
+                p = MigProblem(p.fault, f"{_gpu_set(indices)}: {p.message}", p.hint)
             problems.append(p)
     if strategy == "none":
         problems.append(

@@ -8,7 +8,7 @@ from compiler.catalog.builtin import builtin_catalog
 from compiler.catalog.model import GpuModel, MigGeometry, MigProfile, config_name
 from compiler.diagnostics import closest
 from compiler.mig.check import equivalent_profile, not_mig_capable, parse_driver
-from compiler.mig.rules import DRIVER_TOO_OLD, UNKNOWN_LAYOUT, MigProblem
+from compiler.mig.problems import DRIVER_TOO_OLD, UNKNOWN_LAYOUT, MigProblem
 
 DISABLED = "all-disabled"
 ENABLED = "all-enabled"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -60,6 +60,17 @@ Amount = Union[Annotated[int, Field(ge=0, le=1_000_000)], Unlimited]
 Count = Annotated[int, Field(ge=0, le=1_000_000)]
 
 
+INFORMATIONAL = "informational"  # json_schema_extra key: the field is recorded, read by no check or rendering
+
+
+def informational(reason: str, default: Any = None) -> Any:
+    """The field's default, marked *informational*: the compiler records the value and shows it nowhere
+    in ``out/``, the reports or the checks (``reason`` says why). The JSON Schema description and the
+    README show the marker; ``tests/test_field_effects.py`` exempts exactly these fields."""
+    return Field(default, description=f"Informational (no effect on output or checks): {reason}",
+                 json_schema_extra={INFORMATIONAL: reason})
+
+
 class Strict(BaseModel):
     """Every policy object: unknown keys rejected, camelCase keys in YAML."""
 
@@ -73,6 +84,9 @@ class Strict(BaseModel):
     )
 
 
+Description = Annotated[str, Field(max_length=2048)]
+
+
 class Metadata(Strict):
     name: DnsLabel
-    description: Annotated[str, Field(max_length=2048)] | None = None
+    description: Description | None = informational("free text for the people who read the file")

@@ -8,15 +8,18 @@ from typing import Annotated, Literal, Union
 from pydantic import AfterValidator, Field, HttpUrl
 
 from compiler.catalog import GpuModelSpec
+from compiler.model.acknowledge import AcknowledgedRemoval
 from compiler.model.common import (
     Amount,
     Count,
+    Description,
     DnsLabel,
     DnsSubdomain,
     LabelKey,
     LabelValue,
     Metadata,
     Strict,
+    informational,
 )
 
 _KUBE_VERSION = re.compile(r"^1\.(\d{1,2})$")
@@ -32,7 +35,11 @@ def _kube_version(v: str) -> str:
 KubeVersion = Annotated[str, AfterValidator(_kube_version)]
 SemVer = Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")]
 ImageRef = Annotated[str, Field(pattern=r"^[a-z0-9.\-/:_]+(@sha256:[a-f0-9]{64})?$", max_length=255)]
-Owner = Annotated[str, Field(pattern=r"^(@[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?|[^@\s]+@[^@\s]+\.[a-z]+)$")]
+# A CODEOWNERS owner: @user, @org/team or an e-mail address, and nothing a CODEOWNERS line could
+# read otherwise (a leading '#' starts a comment: '#x@a.bc' would leave the line without owners).
+Owner = Annotated[str, Field(pattern=r"^(@[A-Za-z0-9][A-Za-z0-9-]{0,38}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,99})?"
+                                     r"|[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                                     r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,63})$")]
 
 
 class Versions(Strict):
@@ -127,7 +134,8 @@ class CustomDeviceClass(Strict):
     name: DnsSubdomain
     class_: Annotated[DnsSubdomain, Field(alias="class")]
     selectors: Annotated[list[CelExpression], Field(min_length=1, max_length=32)]
-    description: Annotated[str, Field(max_length=2048)] | None = None
+    description: Description | None = informational(
+        "free text for readers; a DeviceClass has no description field to carry it")
 
 
 class Cluster(Strict):
@@ -172,12 +180,17 @@ class PriorityTier(Strict):
     name: DnsLabel
     value: Annotated[int, Field(ge=-2_147_483_648, le=1_000_000_000)]
     description: Annotated[str, Field(max_length=2048)] | None = None
+    # The tier of teams that set no `priority` (compiler.policy.priorities); `defaults.priority` wins.
     default: bool = False
+    # Protected tier: only these teams may use it (their `priority` or `allowedPriorities`). Unset:
+    # every team whose own tier is at or above it. Team files are owned by their teams, so this,
+    # in the platform's fleet file, is what stops a team from raising its own priority (ADM007).
+    reserved_for: list[DnsLabel] | None = None
 
 
 class DataClass(Strict):
     name: DnsLabel
-    description: Annotated[str, Field(max_length=2048)] | None = None
+    description: Description | None = informational("free text for the people who classify data")
     residency: list[DnsLabel] | None = None  # allowed residency zones; unset = anywhere
 
 
@@ -189,6 +202,9 @@ class AdmissionModes(Strict):
     queue_name: Mode = "Deny"
     serving_isolation: Mode = "Deny"
     backstop: Mode = "Deny"
+    # Tiers a team may use (Kueue label, pod priorityClassName) and the serving PriorityClass
+    # outside serving namespaces (compiler.lower.admission_priority).
+    priority: Mode = "Deny"
     # Who may change gpupolicy's Namespace labels; Warn by default so a mis-named ArgoCD
     # service account never blocks a sync.
     namespace_labels: Mode = "Warn"
@@ -238,6 +254,8 @@ class FleetSpec(Strict):
     data_classes: Annotated[list[DataClass], Field(min_length=1)]
     admission: Admission = Admission()
     defaults: Defaults = Defaults()
+    # Removals a sync cannot undo, accepted on purpose (GITOPS302); listed in REPORT.md.
+    acknowledged_removals: list[AcknowledgedRemoval] = []
 
 
 class FleetFile(Strict):

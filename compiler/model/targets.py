@@ -48,7 +48,9 @@ class Component:
 
 # In the order Applications are listed (not the sync order: that is the wave).
 COMPONENT_TABLE: tuple[Component, ...] = (
-    Component("namespaces", -3),
+    # Before every component with namespaced objects in team namespaces (RoleBindings, claim
+    # templates, quotas at -3): Applications of one wave sync concurrently (OPS004).
+    Component("namespaces", -4),
     Component("gpu-operator", -3),  # its config; the chart itself installs at CHART_WAVE
     Component("nodes", -3),
     Component("dra", -3),

@@ -6,7 +6,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field
 
-from compiler.model.common import Amount, Count, DnsLabel, DnsSubdomain, Metadata, Strict
+from compiler.model.acknowledge import AcknowledgedRemoval
+from compiler.model.common import Amount, Count, DnsLabel, DnsSubdomain, Metadata, Strict, informational
 from compiler.model.fleet import Owner
 
 Isolation = Literal["shared", "isolated", "exclusive"]
@@ -46,7 +47,11 @@ class ServingReplicas(Strict):
 class Sla(Strict):
     tpot_p95_ms: Annotated[float, Field(gt=0, le=100_000)]
     concurrent_sequences: Annotated[int, Field(ge=1, le=100_000)]
-    ttft_p95_ms: Annotated[float, Field(gt=0, le=1_000_000)] | None = None
+    # Recorded, not sized: time to first token depends on prefill and queueing (SPEC §4), which the
+    # compiler does not model; the TPOT bound above is what the sizing checks enforce.
+    ttft_p95_ms: Annotated[float, Field(gt=0, le=1_000_000)] | None = informational(
+        "time to first token depends on prefill and queueing, which the compiler does not model "
+        "(SPEC §4); only tpotP95Ms is checked against the GPU's memory bandwidth")
 
 
 class SecretRef(Strict):
@@ -114,12 +119,18 @@ class TeamSpec(Strict):
     department: DnsLabel
     isolation: Isolation
     data_classes: Annotated[list[DnsLabel], Field(min_length=1)]
+    # The team's tier: the default its jobs are told to use; unset = the fleet's default tier.
     priority: DnsLabel | None = None
+    # Tiers its jobs may name (Kueue label kueue.x-k8s.io/priority-class, pod priorityClassName);
+    # unset = its tier and every lower one that is not reserved for other teams.
+    allowed_priorities: Annotated[list[DnsLabel], Field(min_length=1)] | None = None
     fair_share_weight: Annotated[float, Field(ge=0, le=1_000_000)] | None = None
     namespaces: list[TeamNamespace] = []
     serving_namespace: DnsLabel | None = None
     budgets: list[Budget] = []
     serving: list[ServingDeployment] = []
+    # Removals of this team's own queues a sync cannot undo, accepted on purpose (GITOPS302).
+    acknowledged_removals: list[AcknowledgedRemoval] = []
 
 
 class TeamFile(Strict):

@@ -8,6 +8,7 @@ computed, so ``validate``, ``--no-cache`` and a warm ``check`` run exactly this 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Callable, Iterable
 
 from compiler.cache.forked import Pending, in_child
@@ -30,6 +31,7 @@ from compiler.lower import lower_cluster, lower_delivery, lower_team
 from compiler.model.inventory import Inventory
 from compiler.model.manifest import Manifest
 from compiler.model.schemas import render_schemas
+from compiler.pipeline.previous import previous_outputs
 from compiler.pipeline.run import PolicyInput, Run
 from compiler.policy.graph import Policy
 from compiler.policy.multikueue_topology import check_manifests
@@ -37,7 +39,10 @@ from compiler.report.codeowners import render_codeowners
 from compiler.report.gitops import argocd_reports
 from compiler.report.policy_report import policy_reports
 from compiler.validate import assemble_policy, run_checks
+from compiler.validate.cascade import recoverable
+from compiler.validate.relations import check_output_path
 from compiler.verify.context import VerifyStats
+from compiler.verify.ops import check_runtime
 from compiler.verify.run import Verifier, run_level
 
 
@@ -48,6 +53,10 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
         run.lap("load")
         policy, more = assemble_policy(sources)
         diags += more
+        if policy is not None:
+            policy = replace(policy, previous=previous_outputs(run.opts))
+        if policy is not None and recoverable(diags):  # a rejected cut: its classes are unknown, the rest is whole
+            return RunRecord.failure(diags + run_checks(policy))
         if policy is None or has_errors(diags):
             return RunRecord.failure(diags)
         # The policy-scope unit runs in a second process while this one lowers. Its errors stop
@@ -68,6 +77,21 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
         for child in run.children:
             child()
         run.children.clear()
+
+
+def validate_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> tuple[Policy | None, list[Diagnostic]]:
+    """The stages up to validate: the validated policy (None on errors) and every diagnostic."""
+    sources, diags = load(run, inputs)
+    policy, more = assemble_policy(sources)
+    diags = diags0 + diags + more
+    if policy is not None:
+        policy = replace(policy, previous=previous_outputs(run.opts))
+    if policy is not None and recoverable(diags):  # a rejected cut: its classes are unknown, the rest is whole
+        return None, diags + run_checks(policy)
+    if policy is None or has_errors(diags):
+        return None, diags
+    checked = run_checks(policy)
+    return (None if has_errors(checked) else policy), diags + checked
 
 
 # -- load ------------------------------------------------------------------------------------
@@ -168,6 +192,8 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
                       display_path(opts.out_dir, opts.root))
     run.children.append(owners)
     diags += check_manifests(policy, inventory)
+    diags += check_runtime(policy, fresh, inventory)  # OPS: what ArgoCD syncs must also run
+    diags += check_output_path(policy, display_path(opts.out_dir, opts.root))  # GITOPS401
     run.lap("lower")
 
     # emit (in memory) and verify: fleet and output objects one by one, team units whole

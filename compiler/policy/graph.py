@@ -45,6 +45,13 @@ class Policy:
     # cluster name -> class id -> class, both in sorted order
     classes: dict[str, dict[str, GpuClass]] = field(default_factory=dict)
     allocation: Allocation = field(default_factory=Allocation)
+    # (cluster, class-ID prefix) of pools whose cut was rejected (a MIG layout that does not exist):
+    # their classes are unknown, not absent, so references to them are not errors of their own
+    # (compiler.validate.cascade).
+    unresolved: frozenset[tuple[str, str]] = frozenset()
+    # out/-relative paths of the Kueue objects the clusters hold before this change (the base's out/,
+    # else the working tree's); None when unknown. Read by GITOPS302 (compiler.pipeline.previous).
+    previous: frozenset[str] | None = None
 
     # Computed once (the fleet is not modified after validation): passes ask per object.
     @cached_property

@@ -12,6 +12,11 @@ LABEL_MODEL = "gpupolicy.dev/model"
 LABEL_DATA_CLASS = "gpupolicy.dev/data-class"
 LABEL_QUEUE = "kueue.x-k8s.io/queue-name"
 DATA_CLASS_PREFIX = "data-class.gpupolicy.dev/"
+# Training namespaces: one `priority.gpupolicy.dev/<tier>: "true"` per tier the team may use, and the
+# team's default tier (compiler.policy.priorities); jobs name their tier with LABEL_PRIORITY_CLASS.
+PRIORITY_PREFIX = "priority.gpupolicy.dev/"
+LABEL_DEFAULT_PRIORITY = "gpupolicy.dev/priority"
+LABEL_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
 SERVING_TAINT_KEY = "gpupolicy.dev/serving"
 SERVING_NODE_LABEL = "node-restriction.kubernetes.io/gpupolicy-serving"
 # Read by the GPU Operator's device plugin / MIG Manager; written by gpupolicy's node contract.

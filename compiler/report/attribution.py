@@ -20,8 +20,11 @@ def attribution_report(policy: Policy) -> dict[str, Any]:
         for cid, cls in sorted(policy.classes.get(cluster, {}).items()):
             mode = CUT_MODES[cls.cut]  # the cut-mode table says whether pods share a device
             per_pod, why = mode.per_pod_metrics, mode.attribution
-            classes[cid] = {"cut": cls.cut, "pools": list(cls.pools), "perPodMetrics": per_pod, "reason": why}
             if dra and per_pod:
-                classes[cid]["requires"] = "dcgm-exporter KUBERNETES_ENABLE_DRA and kubelet pod-resources DRA support"
+                # The exporter's DRA mode stays off (compiler.lower.attribution): without it the
+                # exporter cannot map claim-allocated GPUs to pods.
+                per_pod, why = False, ("DRA cluster: the DCGM exporter's DRA mode is off (its ServiceAccount "
+                                       "cannot list ResourceSlices); Kueue Workloads carry the labels")
+            classes[cid] = {"cut": cls.cut, "pools": list(cls.pools), "perPodMetrics": per_pod, "reason": why}
         out[cluster] = {"dra": dra, "kueueLabelKeysToCopy": True, "classes": classes}
     return out

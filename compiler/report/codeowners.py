@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from compiler.escape import codeowners_path
 from compiler.model.inventory import Inventory
 from compiler.policy.cohorts import spare_cohort_files
 from compiler.policy.graph import Policy
@@ -42,19 +43,29 @@ REPO_SUMMARIES = ("/.github/CODEOWNERS",)
 def team_outputs(policy: Policy, inventory: Inventory, out_dir: str) -> dict[str, list[str]]:
     """team -> CODEOWNERS patterns of the out/ files derived from its file and no other team's.
 
-    A team namespace whose objects all derive from that team is one glob
-    (``/out/<cluster>/*/*.<namespace>.*.yaml``), so objects the team adds there later (a claim
-    template for a new class, a second serving deployment) are the team's from the start; the
-    rest are exact paths. New namespaces fall under ``*``: a Namespace is cluster-scoped."""
+    A team namespace whose objects all derive from that team gets one pattern per kind of object
+    it holds (``/out/<cluster>/<component>/<kind>.<namespace>.*.yaml``), so objects of those kinds
+    the team adds later (a claim template for a new class, a second serving deployment) are the
+    team's from the start. The ``*`` stands only for the object's name: the kind and the namespace
+    (a DNS label, no dots) are literal, so a namespace named like a class (``a100-80gb-mig-3g``)
+    cannot match a cluster-wide file (``deviceclass._.a100-80gb-mig-3g.40gb.yaml``) or another
+    namespace's. The rest are exact paths. Every literal part is escaped (``codeowners_path``).
+    New namespaces fall under ``*``: a Namespace is cluster-scoped."""
     team_paths = {t.path: t for t in policy.teams}
     owned: dict[str, list[str]] = defaultdict(list)
     by_ns: dict[tuple[str, str], set[str | None]] = defaultdict(set)  # (cluster, ns) -> owning teams
+    kinds: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)  # (cluster, ns) -> (component, kind)
     single: list[tuple[str, str, str, str | None]] = []  # (path, team, cluster, namespace)
     for relpath, cluster, namespace, sources in inventory.files:
         teams = {team_paths[s].name for s in sources if s in team_paths}
         team = teams.pop() if len(teams) == 1 else None
         if namespace:
             by_ns[(cluster, namespace)].add(team)
+            parts = relpath.split("/")
+            if len(parts) == 3 and parts[0] == cluster and parts[2].startswith(f"{parts[2].split('.', 1)[0]}.{namespace}."):
+                kinds[(cluster, namespace)].add((parts[1], parts[2].split(".", 1)[0]))
+            else:  # not the <cluster>/<component>/<kind>.<ns>.<name>.yaml layout: never globbed
+                by_ns[(cluster, namespace)].add(None)
         if team is not None:
             single.append((relpath, team, cluster, namespace))
     globbed: dict[tuple[str, str], str] = {}
@@ -62,11 +73,14 @@ def team_outputs(policy: Policy, inventory: Inventory, out_dir: str) -> dict[str
         only = next(iter(owners))
         if len(owners) == 1 and only is not None:
             globbed[key] = only
+    out = codeowners_path(out_dir)
     for (cluster, ns), team in sorted(globbed.items()):
-        owned[team].append(f"/{out_dir}/{cluster}/*/*.{ns}.*.yaml")
+        for component, kind in sorted(kinds[(cluster, ns)]):
+            literal = codeowners_path(f"{cluster}/{component}/{kind}.{ns}.")
+            owned[team].append(f"/{out}/{literal}*.yaml")
     for relpath, team, cluster, namespace in sorted(single):  # out/ paths are unique
         if not (namespace and (cluster, namespace) in globbed):
-            owned[team].append(f"/{out_dir}/{relpath}")
+            owned[team].append(f"/{out}/{codeowners_path(relpath)}")
     return owned
 
 
@@ -80,19 +94,20 @@ def render_codeowners(policy: Policy, inventory: Inventory, policy_dir: str, out
         "",
         "# Platform: everything by default, including the compiler and cluster-wide output.",
         f"* {platform}",
-        f"/{policy_dir}/fleet.yaml {platform}",
+        f"/{codeowners_path(policy_dir)}/fleet.yaml {platform}",
         "",
     ]
     everyone = sorted({o for t in policy.teams for o in t.model.spec.owners} | set(platform_owners))
     lines.append("# Shared generated files: any team owner may approve their regeneration.")
-    lines += [f"/{out_dir}/{p} {' '.join(everyone)}" for p in (*SUMMARIES, *spare_cohort_files(policy))]
+    lines += [f"/{codeowners_path(out_dir)}/{codeowners_path(p)} {' '.join(everyone)}"
+              for p in (*SUMMARIES, *spare_cohort_files(policy))]
     lines += [f"{p} {' '.join(everyone)}" for p in REPO_SUMMARIES]
     lines.append("")
     for t in policy.teams:
         team_owners = list(t.model.spec.owners)
         both = " ".join(team_owners + [o for o in platform_owners if o not in team_owners])
         lines.append(f"# team {t.name}: its file; its output (also the platform, for regenerations)")
-        lines.append(f"/{t.path} {' '.join(team_owners)}")
+        lines.append(f"/{codeowners_path(t.path)} {' '.join(team_owners)}")
         lines += [f"{p} {both}" for p in owned.get(t.name, [])]
         lines.append("")
     return "\n".join(lines).encode()

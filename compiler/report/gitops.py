@@ -27,6 +27,7 @@ from compiler.model.targets import (
 from compiler.policy.gitops_names import BOOTSTRAP, app_name, root_project, server
 from compiler.policy.graph import Policy
 from compiler.policy.multikueue_topology import kubeconfig_secret, workers_of
+from compiler.report.runtime import prerequisites
 
 HEALTH_KEY = "resource.customizations.health.argoproj.io_Application"
 # A child Application is as healthy as it reports itself; until it has reported, it is progressing
@@ -112,6 +113,9 @@ def bootstrap_doc(policy: Policy, inventory: Inventory, argocd: list[Manifest]) 
         if missing:
             lines.append("Prerequisites gpupolicy does not install (their CRDs must exist before the apps that "
                          f"use them sync): {', '.join(f'`{x}`' for x in missing)}.")
+            lines.append("")
+        lines += [f"- {p}" for p in prerequisites(policy, cluster)]  # what the objects need to work
+        if prerequisites(policy, cluster):
             lines.append("")
         for w in workers_of(policy.clusters[cluster]):
             if w in policy.clusters:

@@ -1,5 +1,5 @@
 """vLLM serving on reserved pools: the model-architecture catalog, sizing arithmetic as data,
-the SERVE002-SERVE018 checks (``compiler.serving.checks``) and the report rows.
+the SERVE002-SERVE018 checks (``compiler.validate.serving``) and the report rows.
 Lowering to Kubernetes objects is ``compiler.lower.serving``."""
 
 from __future__ import annotations

@@ -70,12 +70,18 @@ def gpu_memory(gpu: GpuModel) -> tuple[int, str]:
     return int(gpu.memory_gib * GIB), f"nominal {gpu.memory_gib:g} GiB (NVML total not catalogued)"
 
 
+COLD_DOWNLOAD_SECONDS_PER_GIB = 20  # ~50 MiB/s: a model-hub download the first replica pays, uncached
+STARTUP_CAP_SECONDS = 7200
+
+
 def startup_budget_seconds(weights: float) -> int:
-    """Startup probe budget: 5 minutes of engine start (CUDA graphs, KV profiling) plus 6 s per
-    GiB of weights (a cold download and load at ~170 MiB/s), rounded up to a minute, capped at
-    an hour. A failing startup probe kills vLLM mid-load (vLLM docs/deployment/k8s.md)."""
-    seconds = 300 + 6 * weights / GIB
-    return int(min(3600, math.ceil(seconds / 60) * 60))
+    """Startup probe budget: 5 minutes of engine start (CUDA graphs, KV profiling) plus a cold
+    download of the weights at ~50 MiB/s (20 s per GiB: the first replica on an empty model cache
+    pulls from the hub, often far below the NIC's rate), rounded up to a minute, capped at two
+    hours. A failing startup probe kills vLLM mid-download and the next try starts over (vLLM
+    docs/deployment/k8s.md; issue 15: 6 s/GiB was too tight for a cold 70B download)."""
+    seconds = 300 + COLD_DOWNLOAD_SECONDS_PER_GIB * weights / GIB
+    return int(min(STARTUP_CAP_SECONDS, math.ceil(seconds / 60) * 60))
 
 
 @dataclass(frozen=True)

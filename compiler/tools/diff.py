@@ -30,6 +30,7 @@ from compiler.model.manifest import Manifest
 from compiler.pipeline.options import Options
 from compiler.pipeline.run import compile_policies
 from compiler.policy.graph import Policy
+from compiler.policy.priorities import team_priorities
 from compiler.tools.diff_flags import Flag, find_flags
 
 DIFF_LINES = 40  # per modified manifest
@@ -125,6 +126,7 @@ def _team_attrs(policy: Policy | None, team: str) -> dict[str, Any]:
     s = t.model.spec
     return {
         "isolation": s.isolation, "priority": s.priority, "department": s.department,
+        "allowedPriorities": list(team_priorities(policy, t).allowed) if policy else [],
         "fairShareWeight": s.fair_share_weight, "dataClasses": sorted(s.data_classes),
         "namespaces": {ns.name: sorted(ns.clusters) for ns in s.namespaces},
     }

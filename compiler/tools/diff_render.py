@@ -8,6 +8,7 @@ import sys
 from dataclasses import asdict
 from typing import Any, Callable
 
+from compiler import escape
 from compiler.cli.render import FORMATS, choose_format
 from compiler.diagnostics import EXIT_OK, EXIT_POLICY, sort_diagnostics
 from compiler.tools.diff import DiffReport, Row, TeamDelta, run_diff
@@ -39,8 +40,12 @@ def budget_cells(old: Row | None, new: Row | None) -> tuple[str, str, str]:
             _change(o.lendable, n.lendable, present))
 
 
-def _v(value: Any) -> str:
-    return "—" if value is None else f"`{json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value}`"
+def _v(value: Any, *, table: bool = False) -> str:
+    """A policy value in the PR comment: always a code span (nothing in it renders)."""
+    if value is None:
+        return "—"
+    return escape.md_code(json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value),
+                          table=table)
 
 
 def _summary(r: DiffReport) -> str:
@@ -59,47 +64,54 @@ def _team_lines(d: TeamDelta, *, markdown: bool) -> list[str]:
             lines += ["| cluster | class | guaranteed | borrowable | lendable |", "|---|---|---:|---:|---:|"]
         for cluster, cls, old, new in d.budgets:
             g, b, l_ = budget_cells(old, new)
-            lines.append(f"| {cluster} | {cls} | {g} | {b} | {l_} |" if markdown
-                         else f"  {cluster}/{cls}: guaranteed {g}; borrowable {b}; lendable {l_}")
+            lines.append(f"| {escape.md_name(cluster, table=True)} | {escape.md_name(cls, table=True)} "
+                         f"| {g} | {b} | {l_} |" if markdown
+                         else escape.text(f"  {cluster}/{cls}: guaranteed {g}; borrowable {b}; lendable {l_}"))
         lines.append("")
     for what, old, new in d.attributes:
-        lines.append(f"- {what}: {_v(old)} → {_v(new)}" if markdown else f"  {what}: {old} -> {new}")
+        lines.append(f"- {escape.md_text(what)}: {_v(old)} → {_v(new)}" if markdown
+                     else escape.text(f"  {what}: {old} -> {new}"))
     for name, what, old, new in d.serving:
         if what in ("added", "removed"):
-            lines.append(f"- serving `{name}` {what} ({_v(old if what == 'removed' else new)})" if markdown
-                         else f"  serving {name} {what}")
+            lines.append(f"- serving {escape.md_code(name)} {what} ({_v(old if what == 'removed' else new)})"
+                         if markdown else escape.text(f"  serving {name} {what}"))
         else:
-            lines.append(f"- serving `{name}`: `{what}` {_v(old)} → {_v(new)}" if markdown
-                         else f"  serving {name}: {what} {old} -> {new}")
+            lines.append(f"- serving {escape.md_code(name)}: {escape.md_code(what)} {_v(old)} → {_v(new)}"
+                         if markdown else escape.text(f"  serving {name}: {what} {old} -> {new}"))
     return lines
 
 
 def render_markdown(r: DiffReport) -> str:
-    out = [MARKER, f"## gpupolicy diff against `{r.base}`", ""]
+    # Every policy-derived string goes through compiler.escape: a code span, a name, or inert text.
+    out = [MARKER, f"## gpupolicy diff against {escape.md_code(r.base)}", ""]
     if r.base_note:
-        out += [f"> {r.base_note}", ""]
+        out += [f"> {escape.md_text(r.base_note)}", ""]
     out += [f"**{_summary(r)}**", ""]
     if r.flags:
         out += ["### ⚠️ Changes a sync cannot apply in place", "", "| kind | cluster | object | why |", "|---|---|---|---|"]
-        out += [f"| {f.kind} | {f.cluster} | `{f.obj}` | {f.message} |" for f in r.flags]
+        out += [f"| {escape.md_text(f.kind)} | {escape.md_name(f.cluster, table=True)} | "
+                f"{escape.md_code(f.obj, table=True)} | {escape.md_text(f.message)} |" for f in r.flags]
         out.append("")
     if r.teams:
         out += ["### Teams", ""]
         for d in r.teams:
-            out += [f"#### `{d.team}`" + ("" if d.status == "changed" else f" ({d.status})"), ""]
+            out += [f"#### {escape.md_code(d.team)}" + ("" if d.status == "changed" else f" ({escape.md_text(d.status)})"),
+                    ""]
             out += _team_lines(d, markdown=True)
             out.append("")
     if r.fleet:
         out += ["### Fleet", "", "| what | before | after |", "|---|---|---|"]
-        out += [f"| {what} | {_v(old)} | {_v(new)} |" for what, old, new in r.fleet]
+        out += [f"| {escape.md_text(what)} | {_v(old, table=True)} | {_v(new, table=True)} |" for what, old, new in r.fleet]
         out.append("")
     if r.added or r.removed or r.modified:
         out += ["### Manifests", ""]
-        out += [f"- added `{p}`" for p in r.added] + [f"- removed `{p}`" for p in r.removed]
+        out += [f"- added {escape.md_code(p)}" for p in r.added] + [f"- removed {escape.md_code(p)}" for p in r.removed]
         out.append("")
         text = "\n".join(out)
         for i, (path, diff) in enumerate(r.modified):
-            block = f"<details><summary>modified <code>{path}</code></summary>\n\n```diff\n{diff}\n```\n</details>\n"
+            block = (f"<details><summary>modified <code>{escape.html(path)}</code></summary>\n\n"
+                     f"{escape.md_fence(diff, 'diff')}\n"
+                     "</details>\n")
             if len(text) + len(block) > MAX_MARKDOWN:
                 text += f"\n… {len(r.modified) - i} more modified file(s); run `gpupolicy diff` locally.\n"
                 return text
@@ -111,19 +123,19 @@ def render_markdown(r: DiffReport) -> str:
 
 
 def render_text(r: DiffReport) -> str:
-    out = [f"gpupolicy diff against {r.base}", _summary(r).replace("⚠️ ", "")]
+    out = [escape.text(f"gpupolicy diff against {r.base}"), _summary(r).replace("⚠️ ", "")]
     if r.base_note:
-        out.append(f"note: {r.base_note}")
+        out.append(escape.text(f"note: {r.base_note}"))
     for f in r.flags:
-        out.append(f"! {f.kind}: {f.cluster}: {f.obj} {f.message}")
+        out.append(escape.text(f"! {f.kind}: {f.cluster}: {f.obj} {f.message}"))
     for d in r.teams:
-        out.append(f"team {d.team}" + ("" if d.status == "changed" else f" ({d.status})"))
+        out.append(escape.text(f"team {d.team}" + ("" if d.status == "changed" else f" ({d.status})")))
         out += [line for line in _team_lines(d, markdown=False) if line]
     for what, old, new in r.fleet:
-        out.append(f"fleet {what}: {old} -> {new}")
-    out += [f"added    {p}" for p in r.added] + [f"removed  {p}" for p in r.removed]
+        out.append(escape.text(f"fleet {what}: {old} -> {new}"))
+    out += [escape.text(f"added    {p}") for p in r.added] + [escape.text(f"removed  {p}") for p in r.removed]
     for path, diff in r.modified:
-        out += [f"modified {path}", *("    " + line for line in diff.splitlines())]
+        out += [escape.text(f"modified {path}"), *("    " + escape.text(line) for line in diff.splitlines())]
     return "\n".join(out) + "\n"
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from compiler.policy.cohorts import borrowable_spare, spare_cohort
 from compiler.policy.graph import Policy
-from compiler.policy.labels import LABEL_QUEUE
+from compiler.policy.labels import LABEL_PRIORITY_CLASS, LABEL_QUEUE
+from compiler.policy.priorities import SERVING_PRIORITY_CLASS, team_priorities
 from compiler.policy.queues import training_namespaces
 
 
@@ -14,8 +15,8 @@ def explain_team(policy: Policy, name: str) -> str:
     spec = team.model.spec
     lines = [f"team {name} (department {spec.department}, isolation {spec.isolation}, file {team.path})", ""]
     tiers = sorted(policy.fleet.spec.priorities, key=lambda p: -p.value)
-    default_tier = spec.priority or policy.fleet.spec.defaults.priority or next(
-        (p.name for p in tiers if p.default), None)
+    prio = team_priorities(policy, team)
+    default_tier = prio.tier
     for cluster in sorted({e.cluster for e in policy.allocation.for_team(name)}):
         lines.append(f"cluster {cluster}: ClusterQueue {name} in cohort {spec.department}; "
                      f"LocalQueue {name} in {', '.join(training_namespaces(team, cluster)) or '(no namespace)'}")
@@ -36,15 +37,28 @@ def explain_team(policy: Policy, name: str) -> str:
             else:
                 why = "nobody (no one lends this class)"
             lines.append(f"    may borrow from: {', '.join(lenders) or why}")
-            lines.append(f"    borrowed GPUs can be reclaimed by: {', '.join(reclaimers) or 'nobody'}")
+            # Fair sharing is on (compiler.policy.kueue_manager, preemptionStrategies
+            # LessThanOrEqualToFinalShare/LessThanInitialShare): besides the queues that lent them,
+            # any queue of the cohort tree below its fair share may preempt a borrower above it,
+            # so GPUs borrowed from the unguaranteed root pool are not safe either (issue 15).
+            lines.append(f"    borrowed GPUs can be reclaimed by: {', '.join(reclaimers) or 'no lender'}; and by "
+                         "fair-sharing preemption from any queue of the cohort tree below its fair share")
         lines.append("")
     if tiers:
         lines.append("priorities (higher preempts lower inside the queue; any queue reclaims what it lent):")
         for p in tiers:
             mark = " (default for this team)" if p.name == default_tier else ""
-            lines.append(f"  {p.name:<16} {p.value:>10}{mark}")
+            use = "may use" if p.name in prio.allowed else (
+                f"reserved for {', '.join(p.reserved_for)}" if p.reserved_for is not None else "above its tier")
+            lines.append(f"  {p.name:<16} {p.value:>10}  {use}{mark}")
+        lines.append(f"  allowed tiers ({prio.allowed_origin}): {', '.join(prio.allowed) or 'none'}; its tier "
+                     f"{default_tier} comes from the {prio.tier_origin}")
+        lines.append(f"  priorityClassName on its pods: empty or an allowed tier; {SERVING_PRIORITY_CLASS} only in "
+                     "serving namespaces")
         lines.append("")
     labels = [f"{LABEL_QUEUE}={name}"] + [f"{k}=<value>" for k in policy.fleet.spec.admission.required_labels]
+    if prio.tier is not None:
+        labels.append(f"{LABEL_PRIORITY_CLASS}=<{'|'.join(prio.allowed)}> (e.g. {prio.tier})")
     lines.append("a job is admitted only with the labels:")
     lines += [f"  {label}" for label in labels]
     lines.append(f"  gpupolicy.dev/data-class one of: {', '.join(sorted(spec.data_classes))}")

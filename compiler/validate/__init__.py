@@ -9,8 +9,9 @@ from compiler.policy.allocation import build_allocation
 from compiler.policy.classes import derive_classes
 from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import with_worker_classes
-from compiler.policy.partition import pool_mig_instances
+from compiler.validate.cascade import unresolved_pools
 from compiler.validate.driver import run_checks
+from compiler.validate.mig import pool_mig_instances
 from compiler.validate.schema import parse_fleet, parse_team
 
 MAX_TEAMS = 5000
@@ -58,14 +59,19 @@ def assemble_policy(sources: PolicySources) -> tuple[Policy | None, list[Diagnos
         spec.to_model(model_id) for model_id, spec in sorted(fleet.spec.catalog.items())
     )
     classes = {}
+    unresolved: set[tuple[str, str]] = set()
     for ci, cluster in enumerate(fleet.spec.clusters):
         mig: dict[str, dict[str, int]] = {}
+        rejected: list[str] = []
         for pi, pool in enumerate(cluster.pools):
             per_node, d = pool_mig_instances(pool, catalog, sources.fleet, ("spec", "clusters", ci, "pools", pi))
             diags.extend(d)
             if per_node is not None:
                 mig[pool.name] = per_node
+            elif has_errors(d):
+                rejected.append(pool.name)
         classes[cluster.name] = derive_classes(cluster, mig)
+        unresolved |= unresolved_pools(cluster, rejected)
     classes = with_worker_classes(fleet.spec.clusters, classes)  # MultiKueue managers admit for workers
     capacity = {(c, cid): cls.capacity for c, by_id in classes.items() for cid, cls in by_id.items()}
     allocation = build_allocation(
@@ -74,4 +80,4 @@ def assemble_policy(sources: PolicySources) -> tuple[Policy | None, list[Diagnos
         fleet.spec.defaults.budget,
         capacity,
     )
-    return Policy(fleet, sources.fleet, tuple(teams), catalog, classes, allocation), diags
+    return Policy(fleet, sources.fleet, tuple(teams), catalog, classes, allocation, frozenset(unresolved)), diags

@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterator
 
-from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define
+from compiler.diagnostics import Diagnostic, Location, Rule, Scope, Severity, checks, define
 from compiler.policy.allocation import TeamAllocation
+from compiler.policy.classes import GpuClass
 from compiler.policy.cohorts import borrowable_spare, root_departments, spare_capacity, spare_cohort
 from compiler.policy.graph import Policy
 from compiler.policy.multikueue_topology import is_manager
+from compiler.validate.related import related
 
 OVER_CAPACITY = define(
     "KUEUE001", "Guaranteed GPUs of a class on a cluster fit the physical capacity of the pools behind "
@@ -68,10 +70,32 @@ def check_over_capacity(policy: Policy) -> Iterator[Diagnostic]:
             last = max(entries, key=lambda e: e.guaranteed.value or 0)
             # A MultiKueue manager's capacity is its workers' (compiler.multikueue.with_worker_classes).
             held = "its MultiKueue workers' pools hold" if is_manager(policy.clusters[cluster]) else "the pools hold"
+            error_file = teams[last.team].path
             yield OVER_CAPACITY.diag(
                 f"{cid} on {cluster}: teams guarantee {total} ({parts}) but {held} {cls.capacity} "
                 f"({pools or 'none'})", teams[last.team].src.locate(last.path + ("guaranteed",)),
                 hint=f"reduce guarantees by {total - cls.capacity} or add nodes; serving-reserved pools do not count")
+            for e in entries:  # every other file that contributes: the teams' guarantees, the fleet's pools
+                if e is not last and (e.guaranteed.value or 0) > 0 and teams[e.team].path != error_file:
+                    yield related(OVER_CAPACITY, f"{e.team} guarantees {e.guaranteed.value} of {cid} on {cluster}, "
+                                  f"part of {total} against a capacity of {cls.capacity}",
+                                  teams[e.team].src.locate(e.path + ("guaranteed",)), error_file)
+            for where, text in _pool_sites(policy, cluster, cls):
+                yield related(OVER_CAPACITY, f"{text}: {cid} on {cluster} holds {cls.capacity}, teams guarantee "
+                              f"{total}", where, error_file)
+
+
+def _pool_sites(policy: Policy, cluster: str, cls: GpuClass) -> Iterator[tuple[Location, str]]:
+    """Where the fleet file sizes the training pools behind ``cls`` (their ``nodes``)."""
+    c = policy.clusters.get(cluster)
+    if c is None or is_manager(c):  # a MultiKueue manager's capacity is its workers' pools
+        return
+    ci = policy.fleet.spec.clusters.index(c)
+    index = {p.name: i for i, p in enumerate(c.pools)}
+    for s in cls.slices:
+        if not s.serving and s.pool in index:
+            yield (policy.fleet_src.locate(("spec", "clusters", ci, "pools", index[s.pool], "nodes")),
+                   f"pool {s.pool!r} ({s.nodes} nodes x {s.per_node})")
 
 
 @checks(LEND_OVER)
@@ -146,6 +170,11 @@ def check_department_caps(policy: Policy) -> Iterator[Diagnostic]:
                                     f"teams guarantee {total} ({parts})",
                                     src.locate(("spec", "departments", i, "caps", k, "max")),
                                     hint=f"raise the cap or lower the teams' guarantees by {total - cap.max}")
+                for e in entries:
+                    if (e.guaranteed.value or 0) > 0:
+                        yield related(DEPT_CAP, f"{e.team} guarantees {e.guaranteed.value} of {cap.class_} on "
+                                      f"{cap.cluster}, part of department {d.name!r}'s {total} against its cap of "
+                                      f"{cap.max}", teams[e.team].src.locate(e.path + ("guaranteed",)), src.path)
 
 
 @checks(CHILD_OVER_PARENT)

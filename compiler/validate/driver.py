@@ -15,13 +15,23 @@ from __future__ import annotations
 
 import compiler.validate.admission as admission
 import compiler.validate.capacity as capacity
+import compiler.validate.cel_types as cel_types
+import compiler.validate.dra as dra
+import compiler.validate.ops as ops
+import compiler.validate.priorities as priorities
+import compiler.validate.provisioning as provisioning
+import compiler.validate.relations as relations
 import compiler.validate.semantic as semantic
+import compiler.validate.serving as serving
+import compiler.validate.serving_storage as serving_storage
+import compiler.validate.sharing as sharing
+import compiler.validate.sync_safety as sync_safety
 import compiler.validate.teams as teams
+import compiler.validate.versions as versions
+import compiler.validate.yaml_surprises as yaml_surprises
 from compiler.diagnostics import Check, Diagnostic, Rule, Scope
-from compiler.dra import rules as dra
 from compiler.policy import gitops_names, multikueue_topology
 from compiler.policy.graph import Policy
-from compiler.serving import checks as serving
 
 RULES: tuple[Rule, ...] = (
     *semantic.RULES,
@@ -31,7 +41,18 @@ RULES: tuple[Rule, ...] = (
     *multikueue_topology.RULES,
     *gitops_names.RULES,
     *admission.RULES,
+    *priorities.RULES,
     *dra.RULES,
+    *ops.RULES,  # OPS over the policy; those over rendered objects: compiler.verify.ops
+    # the issue-20 families (docs/misconfigurations.md)
+    *versions.RULES,
+    *provisioning.RULES,
+    *serving_storage.RULES,
+    *sharing.RULES,
+    *cel_types.RULES,
+    *yaml_surprises.RULES,
+    *sync_safety.RULES,
+    *relations.RULES,  # the way back of relations checked from one side (issue 22, docs/relations.md)
 )
 
 RUN_SCOPES = (Scope.FLEET, Scope.TEAM, Scope.POLICY)

@@ -12,6 +12,7 @@ from compiler.model.common import API_VERSION
 from compiler.model.fleet import FleetFile
 from compiler.model.team import TeamFile
 from compiler.policy.cuts import CUT_MODES
+from compiler.validate.yaml_hints import generic_hint, yaml_hint
 
 SCHEMA_UNKNOWN_KEY = define(
     "SCHEMA001",
@@ -125,22 +126,26 @@ def _pydantic_to_diags(src: SourceFile, model: type[BaseModel], err: ValidationE
             owner = _model_at(model, tuple(p for p in path[:-1] if isinstance(p, str)))
             choices = _aliases(owner) if owner else []
             hint = did_you_mean(key, choices) or (
-                f"allowed keys here: {', '.join(sorted(choices))}" if choices else None
+                f"allowed keys here: {', '.join(sorted(choices))}" if choices else
+                "this mapping takes no such key; check its indentation (a key one level too deep or too shallow)"
             )
             diags.append(SCHEMA_UNKNOWN_KEY.diag(f"unknown key {key!r} at {crumb}", src.locate(path, key=True),
                                                  hint=hint, path=crumb))
         elif etype == "missing":
             parent = path[:-1]
             diags.append(SCHEMA_REQUIRED.diag(f"missing required key {str(path[-1])!r} in {_crumb(parent) or 'the document'}",
-                                              src.locate(parent, key=True), path=crumb))
+                                              src.locate(parent, key=True), path=crumb,
+                                              hint=f"add `{path[-1]}:` with a value under {_crumb(parent) or 'the top level'} "
+                                                   "(the JSON Schema in schemas/ lists what it takes)"))
         else:
             value = _value_at(src.data, path)
             shown = repr(value) if value is not None and len(repr(value)) < 80 else type(value).__name__
             msg = e["msg"]
             if msg.startswith("Value error, "):
                 msg = msg[len("Value error, "):]
-            diags.append(SCHEMA_TYPE.diag(f"{crumb}: {msg} (got {shown})", src.locate(path), path=crumb,
-                                          hint=_type_hint(etype, path)))
+            diags.append(SCHEMA_TYPE.diag(f"{crumb}: {msg} (got {shown})", src.locate(path, key=value is None), path=crumb,
+                                          hint=yaml_hint(src, path, value, etype) or _type_hint(etype, path)
+                                          or generic_hint(etype)))
     return diags
 
 
@@ -150,6 +155,8 @@ def _type_hint(etype: str, path: YamlPath) -> str | None:
         return "use a whole number >= 0, 0 for none, 'unlimited' for no limit, or leave it out to inherit"
     if last == "guaranteed":
         return "use a whole number >= 0 (guaranteed cannot be 'unlimited'), or leave it out to inherit"
+    if "owners" in path and etype == "string_pattern_mismatch":
+        return "an owner is @user, @org/team or an e-mail address (CODEOWNERS syntax)"
     if etype == "union_tag_invalid" or last == "mode":
         return "cut.mode is one of: " + ", ".join(CUT_MODES)
     return None
@@ -192,7 +199,9 @@ def parse_model(src: SourceFile, model: type[M], kind: str) -> tuple[M | None, l
     if header:
         return None, header
     try:
-        return model.model_validate(src.data), []
+        # strict: YAML gives ints, floats, bools and strings already typed, and a bool is never
+        # a number (``guaranteed: true`` is an error, not 1 GPU).
+        return model.model_validate(src.data, strict=True), []
     except ValidationError as err:
         return None, _pydantic_to_diags(src, model, err)
 

@@ -16,6 +16,8 @@ from compiler.load.source import SourceFile, YamlPath
 from compiler.policy.cuts import cut_mode
 from compiler.policy.graph import Policy, Team, serving_namespace
 from compiler.policy.multikueue_topology import is_manager
+from compiler.validate.cascade import unresolved
+from compiler.validate.related import related
 
 DUPLICATE = define(
     "FLEET001", "Names are unique within their kind (clusters, pools of a cluster, departments, "
@@ -227,7 +229,8 @@ def _fleet_references(policy: Policy) -> Iterator[Diagnostic]:
             if cap.cluster not in clusters:
                 yield UNKNOWN_REF.diag(f"cap names unknown cluster {cap.cluster!r}", src.locate(base + ("cluster",)),
                                        hint=_choices(cap.cluster, clusters))
-            elif cap.class_ not in policy.classes.get(cap.cluster, {}):
+            elif cap.class_ not in policy.classes.get(cap.cluster, {}) and not unresolved(policy, cap.cluster,
+                                                                                            cap.class_):
                 yield UNKNOWN_REF.diag(f"cap names GPU class {cap.class_!r}, which cluster {cap.cluster!r} lacks",
                                        src.locate(base + ("class",)),
                                        hint=_choices(cap.class_, policy.classes.get(cap.cluster, {})))
@@ -251,6 +254,10 @@ def _team_references(policy: Policy, team: Team) -> Iterator[Diagnostic]:
     if t.spec.priority is not None and t.spec.priority not in priorities:
         yield UNKNOWN_REF.diag(f"unknown priority {t.spec.priority!r}", src.locate(("spec", "priority")),
                                hint=_choices(t.spec.priority, priorities))
+    for i, p in enumerate(t.spec.allowed_priorities or []):
+        if p not in priorities:
+            yield UNKNOWN_REF.diag(f"allowedPriorities names unknown priority {p!r}",
+                                   src.locate(("spec", "allowedPriorities", i)), hint=_choices(p, priorities))
     for i, dc in enumerate(t.spec.data_classes):
         if dc not in dclasses:
             yield UNKNOWN_REF.diag(f"unknown data class {dc!r}", src.locate(("spec", "dataClasses", i)),
@@ -260,7 +267,7 @@ def _team_references(policy: Policy, team: Team) -> Iterator[Diagnostic]:
         if b.cluster not in clusters:
             yield UNKNOWN_REF.diag(f"budget names unknown cluster {b.cluster!r}", src.locate(base + ("cluster",)),
                                    hint=_choices(b.cluster, clusters))
-        elif policy.classes.get(b.cluster, {}).get(b.class_) is None:
+        elif policy.classes.get(b.cluster, {}).get(b.class_) is None and not unresolved(policy, b.cluster, b.class_):
             yield UNKNOWN_REF.diag(f"cluster {b.cluster!r} has no GPU class {b.class_!r}",
                                    src.locate(base + ("class",)),
                                    hint=_choices(b.class_, policy.classes.get(b.cluster, {})))
@@ -316,7 +323,7 @@ def check_namespace_claims(policy: Policy) -> Iterator[Diagnostic]:
     system: dict[str, set[str]] = {c.name: set(c.system_namespaces) | {"kube-system", "kube-public",
                                                                     "kube-node-lease", "default"}
                                    for c in policy.fleet.spec.clusters}
-    owners: dict[tuple[str, str], tuple[str, str]] = {}  # (cluster, ns) -> (team, purpose)
+    owners: dict[tuple[str, str], Claim] = {}  # (cluster, ns) -> (team, purpose, file, where)
     for team in policy.teams:
         t, src = team.model, team.src
         for i, ns in enumerate(t.spec.namespaces):
@@ -331,7 +338,10 @@ def check_namespace_claims(policy: Policy) -> Iterator[Diagnostic]:
                                   ("spec", "servingNamespace") if t.spec.serving_namespace else ("spec", "serving", i))
 
 
-def _claim(owners: dict[tuple[str, str], tuple[str, str]], system: dict[str, set[str]], cluster: str, ns: str,
+Claim = tuple[str, str, SourceFile, YamlPath]
+
+
+def _claim(owners: dict[tuple[str, str], Claim], system: dict[str, set[str]], cluster: str, ns: str,
            team: str, purpose: str, src: SourceFile, at: YamlPath) -> Iterator[Diagnostic]:
     if ns in system.get(cluster, set()):
         yield NAMESPACE_CLAIM.diag(f"namespace {ns!r} is a system namespace on {cluster!r}", src.locate(at),
@@ -339,9 +349,13 @@ def _claim(owners: dict[tuple[str, str], tuple[str, str]], system: dict[str, set
         return
     prev = owners.get((cluster, ns))
     if prev is None:
-        owners[(cluster, ns)] = (team, purpose)
-    elif prev != (team, purpose):
-        who = f"team {prev[0]!r}" if prev[0] != team else "this team"
+        owners[(cluster, ns)] = (team, purpose, src, at)
+    elif prev[:2] != (team, purpose):
+        who = f"team {prev[0]!r} ({prev[2].path})" if prev[0] != team else "this team"
         yield NAMESPACE_CLAIM.diag(f"namespace {ns!r} on {cluster!r} is already claimed by {who} for {prev[1]}",
                                    src.locate(at),
                                    hint="each namespace belongs to one team and one purpose (training or serving)")
+        if prev[2].path != src.path:  # the other file that contributes (issue 20: report on every file)
+            yield related(NAMESPACE_CLAIM, f"namespace {ns!r} on {cluster!r}, claimed here by team {prev[0]!r} for "
+                          f"{prev[1]}, is also claimed by team {team!r} for {purpose}", prev[2].locate(prev[3]),
+                          src.path)

@@ -20,6 +20,7 @@ from compiler.policy.dra_classes import claim_template_name, device_class_mappin
 from compiler.policy.graph import Policy
 from compiler.policy.multikueue_topology import workers_of
 from compiler.policy.versions import kueue_version, version_tuple
+from compiler.validate.cel_types import has_type_errors
 
 NO_MATCH = define(
     "DRA002", "A DeviceClass selector matches at least one device the cluster's pools publish.",
@@ -173,8 +174,8 @@ def _prove(policy: Policy, c: Cluster, base: YamlPath, bad: set[str | None]) -> 
     classes = policy.classes.get(c.name, {})
     pool_index = {p.name: i for i, p in enumerate(c.pools)}
     for cls in classes.values():
-        if not cls.slices:
-            continue
+        if not cls.slices or cls.slices[0].pool not in pool_index:
+            continue  # a second cluster of the same name (reported as declared twice) merged its pools here
         where = base + ("pools", pool_index[cls.slices[0].pool])
         expr = class_selector(cls, c, policy.catalog)
         if expr is None:
@@ -194,8 +195,8 @@ def _prove(policy: Policy, c: Cluster, base: YamlPath, bad: set[str | None]) -> 
                                _loc(policy, base + ("deviceClasses", k, "selectors", j)), path=path,
                                hint="device.attributes['gpu.nvidia.com'].<name>, device.capacity['gpu.nvidia.com']"
                                ".<name> (a Quantity), device.driver")
-        if m.compile_errors or path in bad:
-            continue
+        if m.compile_errors or path in bad or has_type_errors(d.selectors):
+            continue  # DRA301 reports ill-typed selectors once, in the API server's terms
         selectors_at = base + ("deviceClasses", k, "selectors")
 
         def selector_loc(j: int, at: YamlPath = selectors_at) -> Location:

@@ -1,0 +1,76 @@
+"""Time ``gpupolicy simulate`` on the Philly trace (issue 16): the replay alone, in-process.
+
+    .venv/bin/python bench/simulate_philly.py [--jobs N ...] [--cluster onprem] [--load 1.0]
+
+Reads the demo's rendered Kueue objects from out/ and ../shared/traces/philly-pollux/philly.csv
+(VCs mapped to teams by the automatic rule), replays the first N jobs for each N given (default
+20000 and all 82,247) and prints one JSON line per N: read/replay/report seconds, cycles,
+preemptions, peak RSS; with two sizes also t(large)/t(small) over jobs(large)/jobs(small).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from compiler.simulate.cluster import Cluster  # noqa: E402
+from compiler.simulate.objects import load_setup, read_out_dir  # noqa: E402
+from compiler.simulate.replay import replay  # noqa: E402
+from compiler.simulate.report import summarize  # noqa: E402
+from compiler.simulate.traces import Mapping, compress, read_trace  # noqa: E402
+
+PHILLY = ROOT.parent / "shared" / "traces" / "philly-pollux" / "philly.csv"
+
+
+def one(n: int | None, cluster: str, load: float, tmp: Path) -> dict[str, object]:
+    lines = PHILLY.read_text().splitlines()
+    path = PHILLY
+    if n is not None and n < len(lines) - 1:
+        path = tmp / f"philly-{n}.csv"
+        path.write_text("\n".join(lines[: n + 1]) + "\n")
+    t0 = time.perf_counter()
+    setup = load_setup(read_out_dir(ROOT / "out"), cluster)
+    jobs, _, _ = read_trace(path, setup, Mapping())
+    compress(jobs, load)
+    t1 = time.perf_counter()
+    out = replay(Cluster.of(setup), jobs)
+    t2 = time.perf_counter()
+    summarize(out, jobs, baselines=False)
+    t3 = time.perf_counter()
+    return {"jobs": len(jobs), "cluster": cluster, "load": load, "read_s": round(t1 - t0, 2),
+            "replay_s": round(t2 - t1, 2), "report_s": round(t3 - t2, 2), "cycles": out.cycles,
+            "preemptions": sum(len(t.preempted_by) for t in out.tracks),
+            "never_fit": sum(bool(t.never_fits) for t in out.tracks),
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", type=int, nargs="*", default=[20000, 0], help="sizes; 0 = the whole trace")
+    ap.add_argument("--cluster", default="onprem")
+    ap.add_argument("--load", type=float, default=1.0)
+    ns = ap.parse_args()
+    import tempfile
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in ns.jobs:
+            row = one(n or None, ns.cluster, ns.load, Path(tmp))
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if len(rows) == 2:
+        small, large = rows
+        ratio = float(large["replay_s"]) / max(float(small["replay_s"]), 1e-9)  # type: ignore[arg-type]
+        print(json.dumps({"t_large_over_t_small": round(ratio, 2),
+                          "jobs_large_over_jobs_small": round(int(large["jobs"]) / int(small["jobs"]), 2)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""REPORT.md's priority section: the tiers, who may use which, and where serving's class is allowed."""
+
+from __future__ import annotations
+
+from compiler.policy.graph import Policy
+from compiler.policy.labels import LABEL_PRIORITY_CLASS
+from compiler.policy.priorities import SERVING_PRIORITY_CLASS, fleet_default_tier, ordered_tiers, team_priorities
+
+QUOTA_NAME = "gpupolicy-reserved-priority"  # compiler.lower.admission_priority.QUOTA_NAME (reports do not import lower)
+
+
+def _names(names: list[str] | tuple[str, ...]) -> str:
+    return ", ".join(f"`{n}`" for n in names) or "none"
+
+
+def priorities_section(policy: Policy) -> list[str]:
+    tiers = ordered_tiers(policy)
+    serving = policy.fleet.spec.defaults.serving_priority_value
+    default, _ = fleet_default_tier(policy)
+    lines = ["## Priority tiers", ""]
+    if tiers:
+        lines += ["| tier | value | fleet default | reserved for |", "|---|---:|---|---|"]
+        for t in tiers:
+            lines.append(f"| `{t.name}` | {t.value} | {'yes' if t.name == default else ''} | "
+                         f"{_names(t.reserved_for) if t.reserved_for is not None else 'any team at or above it'} |")
+        lines += ["", f"Every GPU workload in a training namespace names its tier with `{LABEL_PRIORITY_CLASS}` "
+                  "(Kueue v0.19.2 would otherwise rank it at 0 or by its pods' PriorityClass); admission denies a tier "
+                  "or a pod `priorityClassName` the team may not use.", "",
+                  "| team | its tier (default for its jobs) | may use | from |", "|---|---|---|---|"]
+        for team in sorted(policy.teams, key=lambda t: t.name):
+            p = team_priorities(policy, team)
+            skipped = p.reserved_skipped(policy)
+            note = f"; reserved for others: {_names(skipped)}" if skipped else ""
+            lines.append(f"| {team.name} | `{p.tier}` ({p.tier_origin}) | {_names(p.allowed)} | {p.allowed_origin}{note} |")
+        lines.append("")
+    lines += [f"PriorityClass `{SERVING_PRIORITY_CLASS}` (value {serving}) is usable only in serving namespaces: "
+              f"admission denies it elsewhere, and ResourceQuota `{QUOTA_NAME}` (pods: 0 at that class and the "
+              "system classes) backs it in every other gpupolicy namespace.", ""]
+    return lines

@@ -1,0 +1,216 @@
+"""The rendered Kueue objects of one cluster, as the simulator needs them.
+
+Input is a mapping of ``out/``-relative paths to YAML bytes: ``Result.out_files`` of an in-memory
+compile, or the files of an ``out/`` directory (``read_out_dir``). Fields follow
+kueue.x-k8s.io/v1beta2 (kubernetes-sigs/kueue v0.19.2, apis/kueue/v1beta2/*_types.go); the manager
+Configuration (fair sharing on or off, its preemption strategies) is read from the Kueue chart's
+ArgoCD Application (``helm.valuesObject.managerConfig.controllerManagerConfigYaml``).
+
+Quantities are held as integers in thousandths of a unit (``1`` -> 1000, ``500m`` -> 500), so CPU
+and GPU counts compare exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import ceil
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from compiler.cel.quantity import QuantityError, parse_quantity
+
+FR = tuple[str, str]  # (flavor, resource)
+SCALE = 1000
+
+
+class ObjectsError(ValueError):
+    """Rendered objects the simulator cannot read (a located message)."""
+
+
+def milli(value: object) -> int:
+    """A Kubernetes quantity (int, float or string) in thousandths, rounded up."""
+    try:
+        q = parse_quantity(str(value)).value
+    except QuantityError as exc:
+        raise ObjectsError(f"quantity {value!r}: {exc}") from exc
+    return int(ceil(q * SCALE))
+
+
+@dataclass(frozen=True)
+class Quota:
+    nominal: int
+    borrowing_limit: int | None = None  # None = unlimited
+    lending_limit: int | None = None  # None = everything lendable
+
+
+@dataclass(frozen=True)
+class ResourceGroup:
+    covered: tuple[str, ...]
+    flavors: tuple[str, ...]
+
+
+@dataclass
+class ClusterQueueSpec:
+    name: str
+    cohort: str | None = None
+    groups: tuple[ResourceGroup, ...] = ()
+    quotas: dict[FR, Quota] = field(default_factory=dict)
+    queueing: str = "BestEffortFIFO"
+    within_cq: str = "Never"
+    reclaim: str = "Never"
+    borrow_within: str = "Never"
+    borrow_threshold: int | None = None
+    weight: float = 1.0
+    when_can_borrow: str = "MayStopSearch"
+    when_can_preempt: str = "TryNextFlavor"
+    preference: str | None = None
+    namespaces: tuple[str, ...] = ()
+
+
+@dataclass
+class CohortSpec:
+    name: str
+    parent: str | None = None
+    quotas: dict[FR, Quota] = field(default_factory=dict)
+    weight: float = 1.0
+
+
+@dataclass
+class KueueSetup:
+    cluster: str
+    flavors: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> nodeLabels
+    cohorts: dict[str, CohortSpec] = field(default_factory=dict)
+    queues: dict[str, ClusterQueueSpec] = field(default_factory=dict)
+    local_queues: dict[tuple[str, str], str] = field(default_factory=dict)  # (namespace, name) -> CQ
+    priorities: dict[str, int] = field(default_factory=dict)
+    fair_sharing: bool = False
+    strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+    excluded_prefixes: tuple[str, ...] = ()
+
+    def resource_of_flavor(self, cq: str, flavor: str) -> list[str]:
+        spec = self.queues[cq]
+        return [r for g in spec.groups if flavor in g.flavors for r in g.covered]
+
+
+def _quota_of(res: Mapping[str, Any]) -> Quota:
+    bl, ll = res.get("borrowingLimit"), res.get("lendingLimit")
+    return Quota(milli(res.get("nominalQuota", 0)), None if bl is None else milli(bl),
+                 None if ll is None else milli(ll))
+
+
+def _groups(spec: Mapping[str, Any]) -> tuple[tuple[ResourceGroup, ...], dict[FR, Quota]]:
+    groups: list[ResourceGroup] = []
+    quotas: dict[FR, Quota] = {}
+    for g in spec.get("resourceGroups") or []:
+        flavors = []
+        for f in g.get("flavors") or []:
+            flavors.append(str(f["name"]))
+            for r in f.get("resources") or []:
+                quotas[(str(f["name"]), str(r["name"]))] = _quota_of(r)
+        groups.append(ResourceGroup(tuple(str(r) for r in g.get("coveredResources") or []), tuple(flavors)))
+    return tuple(groups), quotas
+
+
+def _weight(spec: Mapping[str, Any]) -> float:
+    w = (spec.get("fairSharing") or {}).get("weight")
+    return 1.0 if w is None else milli(w) / SCALE
+
+
+def _namespaces(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    sel = spec.get("namespaceSelector") or {}
+    out: list[str] = []
+    for expr in sel.get("matchExpressions") or []:
+        if expr.get("key") == "kubernetes.io/metadata.name" and expr.get("operator") == "In":
+            out.extend(str(v) for v in expr.get("values") or [])
+    return tuple(out)
+
+
+def cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
+    spec = obj.get("spec") or {}
+    groups, quotas = _groups(spec)
+    pre = spec.get("preemption") or {}
+    bwc = pre.get("borrowWithinCohort") or {}
+    fung = spec.get("flavorFungibility") or {}
+    return ClusterQueueSpec(
+        name=str(obj["metadata"]["name"]), cohort=spec.get("cohortName"), groups=groups, quotas=quotas,
+        queueing=spec.get("queueingStrategy", "BestEffortFIFO"),
+        within_cq=pre.get("withinClusterQueue", "Never"), reclaim=pre.get("reclaimWithinCohort", "Never"),
+        borrow_within=bwc.get("policy", "Never"), borrow_threshold=bwc.get("maxPriorityThreshold"),
+        weight=_weight(spec), when_can_borrow=fung.get("whenCanBorrow", "MayStopSearch"),
+        when_can_preempt=fung.get("whenCanPreempt", "TryNextFlavor"), preference=fung.get("preference"),
+        namespaces=_namespaces(spec))
+
+
+def cohort(obj: Mapping[str, Any]) -> CohortSpec:
+    spec = obj.get("spec") or {}
+    _, quotas = _groups(spec)
+    return CohortSpec(str(obj["metadata"]["name"]), spec.get("parentName"), quotas, _weight(spec))
+
+
+def _manager_config(setup: KueueSetup, app: Mapping[str, Any]) -> None:
+    values = (((app.get("spec") or {}).get("source") or {}).get("helm") or {}).get("valuesObject") or {}
+    text = (values.get("managerConfig") or {}).get("controllerManagerConfigYaml")
+    if not text:
+        return
+    cfg = yaml.safe_load(text) or {}
+    fs = cfg.get("fairSharing")
+    setup.fair_sharing = fs is not None
+    if fs and fs.get("preemptionStrategies"):
+        setup.strategies = tuple(fs["preemptionStrategies"])
+    setup.excluded_prefixes = tuple((cfg.get("resources") or {}).get("excludeResourcePrefixes") or ())
+
+
+def add_object(setup: KueueSetup, obj: Mapping[str, Any]) -> None:
+    """Add one Kueue object (a dict as rendered) to ``setup``; other kinds are ignored."""
+    kind, meta = obj.get("kind"), obj.get("metadata") or {}
+    if kind == "ResourceFlavor":
+        setup.flavors[str(meta["name"])] = dict((obj.get("spec") or {}).get("nodeLabels") or {})
+    elif kind == "Cohort":
+        c = cohort(obj)
+        setup.cohorts[c.name] = c
+    elif kind == "ClusterQueue":
+        q = cluster_queue(obj)
+        setup.queues[q.name] = q
+    elif kind == "LocalQueue":
+        setup.local_queues[(str(meta.get("namespace", "")), str(meta["name"]))] = str(obj["spec"]["clusterQueue"])
+    elif kind == "WorkloadPriorityClass":
+        setup.priorities[str(meta["name"])] = int(obj["value"])
+    elif kind == "Application" and str(meta.get("name", "")).endswith("-kueue-chart"):
+        _manager_config(setup, obj)
+
+
+def clusters_in(files: Mapping[str, bytes]) -> list[str]:
+    return sorted({p.split("/")[0] for p in files if p.count("/") >= 2 and p.split("/")[1] == "kueue"})
+
+
+def load_setup(files: Mapping[str, bytes], cluster: str) -> KueueSetup:
+    """The Kueue objects of ``cluster`` from out/-relative files (``<cluster>/kueue/*.yaml`` and
+    the ``argocd/<cluster>/`` Kueue chart Application)."""
+    setup = KueueSetup(cluster)
+    for path in sorted(files):
+        parts = path.split("/")
+        ours = parts[:2] == [cluster, "kueue"] or (parts[:2] == ["argocd", cluster] and "kueue-chart" in path)
+        if not ours or not path.endswith(".yaml"):
+            continue
+        try:
+            for obj in yaml.safe_load_all(files[path]):
+                if isinstance(obj, dict):
+                    add_object(setup, obj)
+        except (yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
+            raise ObjectsError(f"out/{path}: cannot read Kueue object: {exc}") from exc
+    if not setup.queues:
+        raise ObjectsError(f"no ClusterQueue rendered for cluster {cluster!r} under out/{cluster}/kueue/")
+    for c in list(setup.cohorts.values()):  # a parent named but not rendered is an implicit Cohort
+        if c.parent and c.parent not in setup.cohorts:
+            setup.cohorts[c.parent] = CohortSpec(c.parent)
+    for q in setup.queues.values():
+        if q.cohort and q.cohort not in setup.cohorts:
+            setup.cohorts[q.cohort] = CohortSpec(q.cohort)
+    return setup
+
+
+def read_out_dir(out_dir: Path) -> dict[str, bytes]:
+    """The YAML files of an out/ directory, keyed like ``Result.out_files``."""
+    return {p.relative_to(out_dir).as_posix(): p.read_bytes() for p in sorted(out_dir.rglob("*.yaml"))}

@@ -1,0 +1,248 @@
+"""Per-team and per-cluster figures of a replay, and the two baselines.
+
+All GPU figures are in units of the requested resource (a full card, a MIG slice, a time-sliced
+share), summed over a team's classes. Definitions:
+
+- GPU-hours: held by the team's admitted workloads, including runs later lost to preemption;
+- wait: time pending (from submit to admission, and again from each eviction to re-admission);
+- share of guarantee used: time-integral of min(usage, guarantee) / (guarantee × span);
+- borrowed: time-integral of usage above the guarantee;
+- lent: at each instant the tree's total borrowing is split among the lenders in proportion to
+  their unused lendable guarantee (Cohort pools take their share); an approximation, since Kueue
+  does not record whose quota a borrower uses;
+- utilisation: GPU-hours used / (capacity × span), capacity = every nominal quota of the cluster
+  (guarantees plus Cohort pools), which gpupolicy keeps equal to the hardware.
+
+Baselines on the same trace: *static partition* (every team only its guarantee, no cohort) and
+*first apply wins* (no queues: one pool of the whole capacity, first come first served, no
+priorities or preemption). Finish-time fairness = mean completion time under the policy / under
+the static partition, over jobs completed in both.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.simulate.cluster import Cluster
+from compiler.simulate.objects import FR, SCALE, ClusterQueueSpec, KueueSetup, Quota, ResourceGroup
+from compiler.simulate.replay import Job, Outcome, Track, replay
+
+H = 3600.0
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, int(round(p / 100.0 * (len(s) - 1)))))
+    return s[k]
+
+
+@dataclass
+class TeamStats:
+    team: str
+    jobs: int = 0
+    completed: int = 0
+    never_fit: int = 0
+    gpu_hours: float = 0.0
+    wait_p50_h: float = 0.0
+    wait_p95_h: float = 0.0
+    wait_max_h: float = 0.0
+    guarantee: float = 0.0
+    guarantee_used: float = 0.0
+    borrowed_gpu_hours: float = 0.0
+    lent_gpu_hours: float = 0.0
+    preemptions_suffered: int = 0
+    preemptions_caused: int = 0
+    causes: list[tuple[str, float]] = field(default_factory=list)  # (cause, hours), largest first
+    static_wait_p95_h: float | None = None
+    first_apply_wait_p95_h: float | None = None
+    finish_time_fairness: float | None = None
+
+
+@dataclass
+class Report:
+    cluster: str
+    jobs: int
+    span_h: float
+    capacity: dict[str, float]
+    used_gpu_hours: float
+    utilisation: float
+    idle_gpu_hours: float
+    teams: list[TeamStats]
+    never_fit: list[tuple[str, str]]  # (job, why)
+    fair_sharing: bool
+    cycles: int
+    stalled: list[str]
+    baselines: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+        return asdict(self)
+
+
+def _integrals(out: Outcome, span_start: float) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """(guarantee used, borrowed, lent) GPU-seconds per team."""
+    cl = out.cluster
+    nominal: dict[tuple[str, FR], int] = {}
+    lendable: dict[tuple[str, FR], int] = {}
+    for spec in cl.setup.queues.values():
+        for fr, quota in spec.quotas.items():
+            nominal[(spec.name, fr)] = quota.nominal
+            lendable[(spec.name, fr)] = quota.nominal if quota.lending_limit is None or spec.cohort is None \
+                else min(quota.nominal, quota.lending_limit)
+    pools: dict[tuple[str, FR], int] = {}
+    for c in cl.setup.cohorts.values():
+        root = cl.tree.cohorts[c.name].root().name
+        for fr, quota in c.quotas.items():
+            pools[(root, fr)] = pools.get((root, fr), 0) + quota.nominal
+    root_of = {q: (cl.node(q).root().name if cl.node(q).parent else q) for q in cl.setup.queues}
+    members: dict[tuple[str, FR], list[str]] = {}
+    for (name, fr) in nominal:
+        members.setdefault((root_of[name], fr), []).append(name)
+    used = dict.fromkeys(nominal, 0)
+    g_used = dict.fromkeys(cl.setup.queues, 0.0)
+    borrowed = dict.fromkeys(cl.setup.queues, 0.0)
+    lent = dict.fromkeys(cl.setup.queues, 0.0)
+    log = sorted(out.usage_log, key=lambda e: e[0])
+    t_prev = span_start
+    i = 0
+    while i <= len(log):
+        t = log[i][0] if i < len(log) else out.end
+        dt = t - t_prev
+        if dt > 0:
+            for (root, fr), qs in members.items():
+                total_b = 0
+                idle: dict[str, int] = {}
+                for q in qs:
+                    u, nom = used[(q, fr)], nominal[(q, fr)]
+                    g_used[q] += min(u, nom) * dt
+                    if u > nom:
+                        borrowed[q] += (u - nom) * dt
+                        total_b += u - nom
+                    elif cl.node(q).parent is not None:
+                        idle[q] = max(0, lendable[(q, fr)] - u)
+                denom = sum(idle.values()) + pools.get((root, fr), 0)
+                if total_b and denom:
+                    for q, v in idle.items():
+                        lent[q] += total_b * v / denom * dt
+        if i == len(log):
+            break
+        _, cq, fr, delta = log[i]
+        used[(cq, fr)] = used.get((cq, fr), 0) + delta
+        t_prev = t
+        i += 1
+    return g_used, borrowed, lent
+
+
+def _waits(tracks: list[Track]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for tr in tracks:
+        if not tr.never_fits:
+            out.setdefault(tr.job.team, []).append(tr.wait)
+    return out
+
+
+def static_setup(setup: KueueSetup) -> KueueSetup:
+    s = copy.deepcopy(setup)
+    s.cohorts = {}
+    for q in s.queues.values():
+        q.cohort = None
+        q.quotas = {fr: Quota(v.nominal) for fr, v in q.quotas.items()}
+    return s
+
+
+def capacity_of(setup: KueueSetup) -> dict[FR, int]:
+    """Every nominal quota of the cluster (ClusterQueues and Cohort pools) per flavor-resource."""
+    capacity: dict[FR, int] = {}
+    for quotas in (*(q.quotas for q in setup.queues.values()), *(c.quotas for c in setup.cohorts.values())):
+        for fr, v in quotas.items():
+            capacity[fr] = capacity.get(fr, 0) + v.nominal
+    return capacity
+
+
+def first_apply_setup(setup: KueueSetup) -> KueueSetup:
+    capacity = capacity_of(setup)
+    s = copy.deepcopy(setup)
+    groups = [ResourceGroup(g.covered, g.flavors) for q in setup.queues.values() for g in q.groups]
+    merged: dict[str, list[str]] = {}
+    for g in groups:
+        for r in g.covered:
+            for f in g.flavors:
+                if f not in merged.setdefault(r, []):
+                    merged[r].append(f)
+    s.cohorts = {}
+    s.queues = {"*": ClusterQueueSpec("*", None, tuple(ResourceGroup((r,), tuple(fs)) for r, fs in sorted(merged.items())),
+                                      {fr: Quota(v) for fr, v in capacity.items()})}
+    return s
+
+
+def summarize(out: Outcome, jobs: list[Job], baselines: bool = True) -> Report:
+    cl = out.cluster
+    start = min((j.submit for j in jobs), default=0.0)
+    span = max(out.end - start, 1.0)
+    g_used, borrowed, lent = _integrals(out, start)
+    teams: dict[str, TeamStats] = {q: TeamStats(q) for q in cl.setup.queues}
+    for q, st in teams.items():
+        st.guarantee = sum(v.nominal for v in cl.setup.queues[q].quotas.values()) / SCALE
+    for tr in out.tracks:
+        st = teams[tr.job.team]
+        st.jobs += 1
+        st.completed += tr.finish >= 0
+        st.never_fit += bool(tr.never_fits)
+        st.gpu_hours += sum((e - s) * sum(u.values()) for s, e, u in tr.runs) / SCALE / H
+        st.preemptions_suffered += len(tr.preempted_by)
+        st.preemptions_caused += tr.caused
+    causes: dict[str, dict[str, float]] = {}
+    for tr in out.tracks:
+        for c, v in tr.causes.items():
+            causes.setdefault(tr.job.team, {})[c] = causes.get(tr.job.team, {}).get(c, 0.0) + v
+    for team, ws in _waits(out.tracks).items():
+        st = teams[team]
+        st.wait_p50_h, st.wait_p95_h, st.wait_max_h = pct(ws, 50) / H, pct(ws, 95) / H, max(ws) / H
+    for q, st in teams.items():
+        st.guarantee_used = g_used[q] / SCALE / (st.guarantee * span) if st.guarantee else 0.0
+        st.borrowed_gpu_hours, st.lent_gpu_hours = borrowed[q] / SCALE / H, lent[q] / SCALE / H
+        st.causes = sorted(((c, v / H) for c, v in causes.get(q, {}).items()), key=lambda x: (-x[1], x[0]))
+    capacity: dict[str, float] = {}
+    for (f, _), v in capacity_of(cl.setup).items():
+        capacity[f] = capacity.get(f, 0.0) + v / SCALE
+    used = sum(st.gpu_hours for st in teams.values())
+    cap_h = sum(capacity.values()) * span / H
+    rep = Report(cl.setup.cluster, len(jobs), span / H, capacity, used, used / cap_h if cap_h else 0.0,
+                 max(0.0, cap_h - used), sorted(teams.values(), key=lambda s: s.team),
+                 [(tr.job.name, tr.never_fits) for tr in out.tracks if tr.never_fits], cl.fair_sharing,
+                 out.cycles, out.stalled)
+    if baselines:
+        _baselines(rep, out, jobs)
+    return rep
+
+
+def _baselines(rep: Report, out: Outcome, jobs: list[Job]) -> None:
+    setup = out.cluster.setup
+    static = replay(Cluster.of(static_setup(setup), out.cluster.fair_sharing), jobs)
+    fa_jobs = [copy.copy(j) for j in jobs]
+    for j in fa_jobs:
+        j.cq = "*"
+        j.priority = 0
+    fa = replay(Cluster.of(first_apply_setup(setup), False), fa_jobs)
+    s_waits, f_waits = _waits(static.tracks), _waits(fa.tracks)
+    s_jct = {tr.job.name: tr.finish - tr.job.submit for tr in static.tracks if tr.finish >= 0}
+    for st in rep.teams:
+        st.static_wait_p95_h = pct(s_waits.get(st.team, []), 95) / H
+        st.first_apply_wait_p95_h = pct(f_waits.get(st.team, []), 95) / H
+        pairs = [(tr.finish - tr.job.submit, s_jct[tr.job.name]) for tr in out.tracks
+                 if tr.job.team == st.team and tr.finish >= 0 and tr.job.name in s_jct]
+        if pairs:
+            st.finish_time_fairness = sum(p for p, _ in pairs) / max(sum(s for _, s in pairs), 1e-9)
+    for name, o in (("static-partition", static), ("first-apply-wins", fa)):
+        ws = [tr.wait for tr in o.tracks if not tr.never_fits]
+        rep.baselines[name] = {"wait_p50_h": pct(ws, 50) / H, "wait_p95_h": pct(ws, 95) / H,
+                               "never_fit": float(sum(bool(tr.never_fits) for tr in o.tracks)),
+                               "completed": float(sum(tr.finish >= 0 for tr in o.tracks))}
+    ws = [tr.wait for tr in out.tracks if not tr.never_fits]
+    rep.baselines["policy"] = {"wait_p50_h": pct(ws, 50) / H, "wait_p95_h": pct(ws, 95) / H,
+                               "never_fit": float(len(rep.never_fit)),
+                               "completed": float(sum(tr.finish >= 0 for tr in out.tracks))}

@@ -1,0 +1,172 @@
+"""One Kueue v0.19.2 scheduling cycle over the heads of the ClusterQueues.
+
+Read from kubernetes-sigs/kueue at tag v0.19.2 (not copied): ``pkg/scheduler/scheduler.go``
+(schedule, nominate, processEntry, fits, quotaResourcesToReserve,
+reserveCapacityForUnreclaimablePreempt, the classical iterator) and
+``pkg/scheduler/fair_sharing_iterator.go`` (the tournament over the cohort tree, DRS including the
+candidate workload, FairSharingPrioritizeNonBorrowing on by default).
+
+The cycle works on the live cluster state as Kueue works on its snapshot: each entry is nominated
+(flavors and preemption targets) against the state at the start of the cycle, then entries are
+processed in order; an entry admitted earlier in the cycle takes quota from later ones, whose
+fit is checked again (``fits``, with the targets of earlier preemptions removed). Usage that is
+only a reservation for the cycle (a preemptor's, or quota held for a preemptor without
+candidates) is undone at the end. Preemption victims are evicted at once (Kueue waits for their
+pods to terminate; the replay has no such delay).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from compiler.simulate.cluster import Cluster, Workload
+from compiler.simulate.flavors import Assignment, assign
+from compiler.simulate.objects import FR
+from compiler.simulate.preemption import Target, get_targets
+from compiler.simulate.quota import DRS, Node, add_all, compare_drs, cq_available, drs, remove_all
+
+
+@dataclass
+class Entry:
+    wl: Workload
+    assignment: Assignment
+    targets: list[Target] = field(default_factory=list)
+    status: str = ""  # admitted | preempting | nofit | no-candidates | skipped
+    usage: dict[FR, int] = field(default_factory=dict)
+
+
+def nominate(cl: Cluster, wl: Workload) -> Entry:
+    a = assign(cl, wl)
+    e = Entry(wl, a, usage=a.usage(wl))
+    if a.mode() == "Preempt":
+        frs = a.preempt_frs()
+        single = next(iter(e.usage.items())) if len(e.usage) == 1 else None
+        if single is not None and frs == {single[0]} and single in a.oracle:
+            e.targets = a.oracle[single]
+        else:
+            e.targets = get_targets(cl, wl, frs, e.usage)
+    return e
+
+
+def _fits(cl: Cluster, e: Entry, preempted: dict[str, Workload]) -> bool:
+    """``fits``: the entry's usage is available once every victim chosen so far is gone."""
+    gone = dict(preempted)
+    for t in e.targets:
+        gone[t.workload.key] = t.workload
+    for w in gone.values():
+        cl.remove_usage_of(w)
+    node = cl.node(e.wl.cq)
+    ok = all(cq_available(node, fr) >= v for fr, v in e.usage.items())
+    for w in gone.values():
+        cl.add_usage_of(w)
+    return ok
+
+
+def _reserve(cl: Cluster, e: Entry) -> dict[FR, int]:
+    """quotaResourcesToReserve for a preemptor without candidates."""
+    node = cl.node(e.wl.cq)
+    out: dict[FR, int] = {}
+    for fr, v in e.usage.items():
+        q = node.quotas.get(fr)
+        nominal = q.nominal if q else 0
+        used = node.usage.get(fr, 0)
+        if e.assignment.borrow > 0:
+            out[fr] = v if q is None or q.borrowing_limit is None else min(v, nominal + q.borrowing_limit - used)
+        else:
+            out[fr] = max(0, min(v, nominal - used))
+    return {fr: v for fr, v in out.items() if v > 0}
+
+
+def _classical_order(entries: list[Entry]) -> list[Entry]:
+    return sorted(entries, key=lambda e: (e.assignment.borrow, -e.wl.priority, e.wl.created, e.wl.key))
+
+
+def _tournament_pick(cl: Cluster, pending: dict[str, Entry], root: Node) -> Entry | None:
+    values: dict[tuple[str, str], DRS] = {}
+    for q in root.subtree_cqs():
+        e = pending.get(q.name)
+        if e is None:
+            continue
+        add_all(q, e.usage)
+        d = drs(q)
+        for anc in q.path_to_root():
+            values[(anc.name, e.wl.key)] = d
+            d = drs(anc)
+        remove_all(q, e.usage)
+
+    def less(a: Entry, b: Entry, parent: str) -> bool:
+        da, db = values[(parent, a.wl.key)], values[(parent, b.wl.key)]
+        ba = any(fr in a.usage for fr in da.borrowed)
+        bb = any(fr in b.usage for fr in db.borrowed)
+        if ba != bb:
+            return not ba
+        c = compare_drs(da, db)
+        if c:
+            return c < 0
+        if a.wl.priority != b.wl.priority:
+            return a.wl.priority > b.wl.priority
+        return (a.wl.created, a.wl.key) < (b.wl.created, b.wl.key)
+
+    def run(cohort: Node) -> Entry | None:
+        cands = [c for c in (run(ch) for ch in cohort.child_cohorts) if c is not None]
+        cands += [pending[q.name] for q in cohort.child_cqs if q.name in pending]
+        if not cands:
+            return None
+        best = cands[0]
+        for cur in cands[1:]:
+            if less(cur, best, cohort.name):
+                best = cur
+        return best
+
+    return run(root)
+
+
+def run_cycle(cl: Cluster, heads: list[Workload], now: float) -> list[Entry]:
+    entries = [nominate(cl, h) for h in heads]
+    preempted: dict[str, Workload] = {}
+    reservations: list[tuple[Node, dict[FR, int]]] = []
+
+    def process(e: Entry) -> None:
+        mode = e.assignment.mode()
+        if mode == "NoFit":
+            e.status = "nofit"
+            return
+        if mode == "Preempt" and not e.targets:
+            e.status = "no-candidates"
+            if cl.spec(e.wl.cq).reclaim != "Any":
+                r = _reserve(cl, e)
+                add_all(cl.node(e.wl.cq), r)
+                reservations.append((cl.node(e.wl.cq), r))
+            return
+        if any(t.workload.key in preempted for t in e.targets) or not _fits(cl, e, preempted):
+            e.status = "skipped"
+            return
+        if mode == "Preempt":
+            for t in e.targets:
+                preempted[t.workload.key] = t.workload
+            add_all(cl.node(e.wl.cq), e.usage)
+            reservations.append((cl.node(e.wl.cq), e.usage))
+            e.status = "preempting"
+            return
+        cl.admit(e.wl, e.usage, now)
+        e.status = "admitted"
+
+    if cl.fair_sharing:
+        pending = {e.wl.cq: e for e in entries}
+        while pending:
+            first = pending[min(pending)]
+            node = cl.node(first.wl.cq)
+            if node.parent is None:
+                chosen: Entry | None = first
+            else:
+                chosen = _tournament_pick(cl, pending, node.root())
+            assert chosen is not None
+            del pending[chosen.wl.cq]
+            process(chosen)
+    else:
+        for e in _classical_order(entries):
+            process(e)
+    for node, usage in reservations:
+        remove_all(node, usage)
+    return entries
+

@@ -1,0 +1,99 @@
+"""OPS rules over the policy: what the synced fleet needs at run time that the policy alone decides
+(the rules over rendered objects are ``compiler.verify.ops``). Run by ``compiler.validate.driver``.
+
+- OPS005 (policy): every GPU class with capacity for Kueue is budgeted by some team, or it is
+  idle: no ClusterQueue covers its resource, so Kueue never admits a workload for it, and nothing
+  else may use it (the backstop). Reported as a warning and listed in REPORT.md
+  (``idle_classes``).
+- OPS006 (fleet): the GPU backstop (``admission.modes.backstop``) is ``Deny``. In ``Warn`` a
+  namespace gpupolicy does not manage can take GPUs Kueue counts as free (on DRA clusters by a
+  ResourceClaim no quota sees; on device-plugin clusters by ``nvidia.com/gpu``): a
+  ValidatingAdmissionPolicyBinding with ``validationActions: [Warn]`` admits the request
+  (kubernetes ``admissionregistration/v1`` ValidationAction: "Warn ... the request is not
+  rejected"). Warning: a staged rollout may keep ``Warn`` for a while; ``--strict`` fails it.
+- OPS008 (team): a model cache that several replicas share (``ReadWriteMany``: the access mode
+  set, or unset with ``replicas.max > 1``) names its ``storageClass``. Without one the PVC takes
+  the cluster's default class, which on managed clouds is block storage that cannot do RWX (EKS:
+  the EBS CSI driver's ``gp2``/``gp3`` support only ReadWriteOnce, kubernetes-sigs/aws-ebs-csi-driver
+  README "Features"): the PVC stays Pending and so do the vLLM pods. Which class can do RWX
+  (EFS, Filestore, CephFS, NFS) depends on the cluster, so the policy must say it.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define
+from compiler.policy.graph import Policy, Team
+
+IDLE_CLASS = define(
+    "OPS005", "Every GPU class with capacity outside serving pools is budgeted by some team on its cluster, "
+    "or is reported idle (no queue can admit it).",
+    "# a100-80gb-mig-2g.20gb: 32 slices\nbudgets:\n- {cluster: onprem, class: a100-80gb-mig-2g.20gb, guaranteed: 8}",
+    "# a100-80gb-mig-2g.20gb: 32 slices, no team budgets it", Severity.WARNING, scope=Scope.POLICY)
+BACKSTOP = define(
+    "OPS006", "The GPU backstop denies: namespaces gpupolicy does not manage cannot take GPUs Kueue counts as free.",
+    "admission:\n  modes: {backstop: Deny}", "admission:\n  modes: {backstop: Warn}",
+    Severity.WARNING, scope=Scope.FLEET)
+RWX_CACHE = define(
+    "OPS008", "A model cache shared by several replicas (ReadWriteMany) names a storageClass that can do RWX.",
+    "replicas: {min: 2, max: 6}\ncache: {size: 200Gi, storageClass: efs-sc}",
+    "replicas: {min: 2, max: 6}\ncache: {size: 200Gi}   # default class: EBS, RWO only", scope=Scope.TEAM)
+
+RULES: tuple[Rule, ...] = (IDLE_CLASS, BACKSTOP, RWX_CACHE)
+
+
+def idle_classes(policy: Policy) -> dict[str, dict[str, int]]:
+    """cluster -> class -> units Kueue could admit but no team budgets (OPS005)."""
+    budgeted = {(b.cluster, b.class_) for t in policy.teams for b in t.model.spec.budgets}
+    out: dict[str, dict[str, int]] = {}
+    for cluster in sorted(policy.clusters):
+        for cid, cls in sorted(policy.classes.get(cluster, {}).items()):
+            if cls.capacity > 0 and (cluster, cid) not in budgeted:
+                out.setdefault(cluster, {})[cid] = cls.capacity
+    return out
+
+
+@checks(IDLE_CLASS)
+def check_idle_classes(policy: Policy) -> Iterator[Diagnostic]:
+    clusters = policy.fleet.spec.clusters
+    for cluster, classes in idle_classes(policy).items():
+        ci = next(i for i, c in enumerate(clusters) if c.name == cluster)
+        for cid, units in classes.items():
+            pools = policy.classes[cluster][cid].pools
+            pi = next((i for i, p in enumerate(clusters[ci].pools) if p.name in pools), 0)
+            yield IDLE_CLASS.diag(
+                f"class {cid!r} on {cluster!r} has {units} units outside serving pools, but no team budgets it: "
+                "no ClusterQueue covers it, so these GPUs stay idle",
+                policy.fleet_src.locate(("spec", "clusters", ci, "pools", pi, "cut")),
+                hint="budget the class in a team file, or change the pool's cut to classes teams use")
+
+
+@checks(BACKSTOP)
+def check_backstop(policy: Policy) -> Iterator[Diagnostic]:
+    mode = policy.fleet.spec.admission.modes.backstop
+    gpu_clusters = [c.name for c in policy.fleet.spec.clusters if c.pools]
+    if mode != "Deny" and gpu_clusters:
+        yield BACKSTOP.diag(
+            f"backstop is {mode!r}: on {', '.join(gpu_clusters)} a namespace gpupolicy does not manage can still "
+            "take GPUs that Kueue counts as free",
+            policy.fleet_src.locate(("spec", "admission", "modes", "backstop")),
+            hint="set admission.modes.backstop: Deny once the Warn/Audit rollout is over")
+
+
+@checks(RWX_CACHE)
+def check_rwx_cache(policy: Policy, team: Team) -> Iterator[Diagnostic]:
+    for i, d in enumerate(team.model.spec.serving):
+        cache = d.cache
+        if cache.existing_claim is not None or cache.storage_class is not None:
+            continue
+        mode = cache.access_mode or ("ReadWriteMany" if d.replicas.max > 1 else "ReadWriteOnce")
+        if mode == "ReadWriteMany":
+            yield RWX_CACHE.diag(
+                f"serving {d.name!r}: its model cache is ReadWriteMany (shared by up to {d.replicas.max} replicas) "
+                "but names no storageClass; the cluster's default class (EBS on EKS) cannot do RWX, so the PVC "
+                "and every replica stay Pending",
+                team.src.locate(("spec", "serving", i, "cache") if "cache" in d.model_fields_set
+                                else ("spec", "serving", i)),
+                hint="set cache.storageClass to an RWX class (EFS, Filestore, CephFS, NFS), or cache.existingClaim, "
+                     "or cache.accessMode: ReadWriteOnce with replicas.max: 1")
