@@ -27,6 +27,8 @@ from compiler.simulate.objects import FR
 from compiler.simulate.scheduler import run_cycle
 
 MAX_IDLE_CYCLES = 50
+MAX_CYCLES_PER_INSTANT = 200_000
+EVICTION_S = 1.0  # a preempted workload is requeued this long after its eviction
 
 
 @dataclass
@@ -172,6 +174,7 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
     log: list[tuple[float, str, FR, int]] = []
     out = Outcome(list(tracks.values()), cl, log, 0.0)
     done = 0
+    wakeups = 0
 
     def release(tr: Track, now: float) -> None:
         for fr, v in tr.wl.usage.items():
@@ -185,6 +188,8 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
         now = events[0][0]
         while events and events[0][0] == now:
             _, kind, _, key, run = heapq.heappop(events)
+            if kind == 2:  # a wake-up: nothing arrives or ends, the scheduler runs again
+                continue
             tr = tracks[key]
             if kind == 0:
                 if run != tr.run_id or tr.wl.admitted_at < 0:
@@ -203,7 +208,13 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                 if q.strict:
                     q.unpark()
         idle = 0
+        evicted: list[Track] = []
+        cycles_here = 0
         while True:
+            cycles_here += 1
+            if cycles_here > MAX_CYCLES_PER_INSTANT:
+                out.stalled.append(f"t={now:.0f}s: more than {MAX_CYCLES_PER_INSTANT} cycles; moved on")
+                break
             heads: list[tuple[str, tuple[object, ...], Workload]] = []
             for name, q in queues.items():
                 top = q.head()
@@ -242,7 +253,7 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                         victim.preempted_by.append((now, e.wl.key, t.reason))
                         victim.pending_since = now
                         victim.prefix = f"preempted by {e.wl.cq} ({t.reason})"
-                        queues[victim.wl.cq].push(_shape(victim.wl), victim.wl)
+                        evicted.append(victim)  # requeued once this instant is over (its pods terminate)
                 elif e.status in ("nofit", "no-candidates"):
                     cause = explain_failure(cl, e.wl, e.usage, e.assignment.reasons)
                     if e.assignment.never_fits:
@@ -258,6 +269,12 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                 out.stalled.append(f"t={now:.0f}s: {len(heads)} heads skipped {MAX_IDLE_CYCLES} cycles in a row")
                 for name, bucket, _ in heads:
                     queues[name].park(bucket)
+        for victim in evicted:
+            queues[victim.wl.cq].push(_shape(victim.wl), victim.wl)
+        if evicted and not events and wakeups < MAX_IDLE_CYCLES:  # let the requeued victims run
+            heapq.heappush(events, (now + EVICTION_S, 2, seq, "", 0))
+            seq += 1
+            wakeups += 1
         out.end = max(out.end, now)
     for q in queues.values():  # still waiting at the end
         for h, key in q.waiting():

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from compiler.diagnostics import EXIT_OK, EXIT_POLICY, EXIT_USAGE, UsageError, exit_code
+from compiler.pipeline.options import Options
+from compiler.pipeline.run import validated_policy
 from compiler.tools.audit.context import PolicyView, empty_view, policy_view
 from compiler.tools.audit.findings import Finding, is_gpu_pod, pod_findings, workload_findings
 from compiler.tools.audit.ledger import Row, mark_borrowing, resolve_preemptors, rows_of, usage_curves
@@ -72,18 +74,15 @@ def audit_workloads(items: Iterable[dict[str, Any]], source: str, view: PolicyVi
 
 
 def _view(ns: argparse.Namespace) -> tuple[PolicyView, str]:
-    from compiler.load.files import load_policy_dir
-    from compiler.validate import build_policy
-
     policy_dir = ns.policies if ns.policies is not None else ns.root / "policies"
     if not policy_dir.is_dir():
         if ns.policies is not None:
             raise UsageError(f"audit: policy directory {policy_dir} does not exist")
         return empty_view(ns.cluster or "unknown"), "none (no policies/ here: only label findings)"
-    sources, diags = load_policy_dir(policy_dir, ns.root)
-    policy, more = build_policy(sources)
-    if policy is None or exit_code(diags + more) != EXIT_OK:
-        for d in diags + more:
+    policy, diags = validated_policy(Options(root=ns.root, policy_dir=policy_dir, out_dir=ns.root / "out",
+                                             verify=False))
+    if policy is None or exit_code(diags) != EXIT_OK:
+        for d in diags:
             print(f"gpupolicy: {d.location or ''}: {d.severity.value}[{d.code}] {d.message}", file=sys.stderr)
         raise _PolicyFailed(f"audit: the policies in {policy_dir} do not validate; fix them or pass --policies")
     cluster = ns.cluster

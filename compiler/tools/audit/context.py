@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from compiler.model.fleet import Admission
 from compiler.policy.graph import Policy, serving_namespace
 
 
@@ -38,8 +39,6 @@ class PolicyView:
 
 
 def empty_view(cluster: str) -> PolicyView:
-    from compiler.model.fleet import Admission
-
     return PolicyView(cluster, None, tuple(Admission().required_labels), loaded=False)
 
 

@@ -18,6 +18,8 @@ from typing import Any
 
 from compiler.catalog import builtin_catalog
 from compiler.diagnostics import EXIT_OK, EXIT_POLICY, EXIT_USAGE, Diagnostic, UsageError, has_errors
+from compiler.pipeline.options import Options
+from compiler.pipeline.run import compile_policies
 from compiler.tools.cluster_import.cluster import ClusterExport, analyse
 from compiler.tools.cluster_import.draft import build_draft
 from compiler.tools.cluster_import.inventory import findings, render_markdown
@@ -78,9 +80,6 @@ def read_exports(ns: argparse.Namespace) -> list[ClusterExport]:
 
 
 def _validate(root: Path) -> list[Diagnostic]:
-    from compiler.pipeline.options import Options
-    from compiler.pipeline.run import compile_policies
-
     res = compile_policies(Options(root=root, policy_dir=root / "policies", out_dir=root / "out", verify=False))
     return res.diagnostics
 
