@@ -20,11 +20,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from compiler.simulate.cluster import Cluster  # noqa: E402
-from compiler.simulate.objects import load_setup, read_out_dir  # noqa: E402
-from compiler.simulate.replay import replay  # noqa: E402
-from compiler.simulate.report import summarize  # noqa: E402
-from compiler.simulate.traces import Mapping, compress, read_trace  # noqa: E402
+from compiler.tools.simulate.cluster import Cluster  # noqa: E402
+from compiler.tools.simulate.objects import load_setup, read_out_dir  # noqa: E402
+from compiler.tools.simulate.replay import replay  # noqa: E402
+from compiler.tools.simulate.report import summarize  # noqa: E402
+from compiler.tools.simulate.traces import Mapping, compress, read_trace  # noqa: E402
 
 PHILLY = ROOT.parent / "shared" / "traces" / "philly-pollux" / "philly.csv"
 

@@ -1,4 +1,4 @@
-"""Builders for tests that port Kueue v0.19.2's own scheduler tests to compiler.simulate.
+"""Builders for tests that port Kueue v0.19.2's own scheduler tests to compiler.tools.simulate.
 
 Quantities are written as in the Go tests ("6", "3Gi", "500m") and converted like the simulator
 (thousandths of a unit).
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.simulate.cluster import Cluster, Workload
-from compiler.simulate.flavors import assign
-from compiler.simulate.objects import (
+from compiler.tools.simulate.cluster import Cluster, Workload
+from compiler.tools.simulate.flavors import assign
+from compiler.tools.simulate.objects import (
     ClusterQueueSpec,
     CohortSpec,
     KueueSetup,
@@ -18,7 +18,7 @@ from compiler.simulate.objects import (
     ResourceGroup,
     milli,
 )
-from compiler.simulate.preemption import get_targets
+from compiler.tools.simulate.preemption import get_targets
 
 CPU, MEM, GPU = "cpu", "memory", "nvidia.com/gpu"
 

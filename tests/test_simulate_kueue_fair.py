@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sim_kueue import CPU, admitted, cohort, cq, quota, setup, targets, wl
 
-from compiler.simulate.cluster import Cluster
+from compiler.tools.simulate.cluster import Cluster
 
 LP, ANY = "LowerPriority", "Any"
 FAIR = "InCohortFairSharing"

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from sim_kueue import CPU, MEM, cq, quota, setup, wl
 
-from compiler.simulate.cluster import Cluster, Workload
-from compiler.simulate.flavors import NO_CANDIDATES, PREEMPT, Assignment, assign
-from compiler.simulate.objects import FR, milli
-from compiler.simulate.quota import add_all
+from compiler.tools.simulate.cluster import Cluster, Workload
+from compiler.tools.simulate.flavors import NO_CANDIDATES, PREEMPT, Assignment, assign
+from compiler.tools.simulate.objects import FR, milli
+from compiler.tools.simulate.quota import add_all
 
 PODS = "pods"
 LABELS = {"one": {"type": "one"}, "two": {"type": "two"}, "b_one": {"b_type": "one"}, "b_two": {"b_type": "two"}}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from sim_kueue import CPU, MEM, admitted, cohort, cq, quota, setup, targets, wl
 
-from compiler.simulate.cluster import Cluster
+from compiler.tools.simulate.cluster import Cluster
 
 LP, ANY, NEVER, LONEP = "LowerPriority", "Any", "Never", "LowerOrNewerEqualPriority"
 

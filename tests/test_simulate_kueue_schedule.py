@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from sim_kueue import CPU, admitted, cohort, cq, quota, setup, wl
 
-from compiler.simulate.cluster import Cluster, Workload
-from compiler.simulate.objects import ClusterQueueSpec
-from compiler.simulate.scheduler import run_cycle
+from compiler.tools.simulate.cluster import Cluster, Workload
+from compiler.tools.simulate.objects import ClusterQueueSpec
+from compiler.tools.simulate.scheduler import run_cycle
 
 GPU_EX = "example.com/gpu"
 

@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sim_kueue import cq, quota, setup
 
-from compiler.simulate.cluster import Cluster
-from compiler.simulate.objects import SCALE, load_setup, read_out_dir
-from compiler.simulate.quota import cq_available
-from compiler.simulate.replay import Job, replay
-from compiler.simulate.report import summarize
-from compiler.simulate.traces import Mapping, TraceError, compress, philly_rule, read_trace
+from compiler.tools.simulate.cluster import Cluster
+from compiler.tools.simulate.objects import SCALE, load_setup, read_out_dir
+from compiler.tools.simulate.quota import cq_available
+from compiler.tools.simulate.replay import Job, replay
+from compiler.tools.simulate.report import summarize
+from compiler.tools.simulate.traces import Mapping, TraceError, compress, philly_rule, read_trace
 
 GPU = "nvidia.com/gpu"
 PHILLY = REPO.parent / "shared" / "traces" / "philly-pollux" / "philly.csv"
@@ -216,7 +216,7 @@ def test_philly_automatic_rule() -> None:
 def test_demo_with_a_philly_slice(tmp_path: Path) -> None:
     """The demo's rendered onprem Kueue objects against the first 300 Philly jobs: every job is
     admitted or reported, waits add up to their causes, the report renders."""
-    from compiler.simulate.render import render_markdown, render_text
+    from compiler.tools.simulate.render import render_markdown, render_text
 
     lines = PHILLY.read_text().splitlines()[:301]
     p = write(tmp_path, "\n".join(lines) + "\n", "philly.csv")

@@ -270,7 +270,7 @@ def cmd_audit(ns: argparse.Namespace) -> int:
 
 
 def cmd_simulate(opts: Options, ns: argparse.Namespace) -> int:
-    from compiler.simulate.command import cmd_simulate as simulate
+    from compiler.tools.simulate.command import cmd_simulate as simulate
 
     return simulate(opts, ns)
 

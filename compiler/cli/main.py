@@ -14,6 +14,9 @@ from typing import Sequence
 
 from compiler.diagnostics import EXIT_USAGE, UsageError
 from compiler.pipeline.options import Options, default_crds
+from compiler.tools.audit.args import add_arguments as audit_arguments
+from compiler.tools.cluster_import.args import add_arguments as import_arguments
+from compiler.tools.simulate.args import add_arguments as simulate_arguments
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,13 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     df = sub.add_parser("diff", help="what a change does for whom, compared with a git revision")
     _common(df, ("markdown", "json", "text"), "report format (default: markdown, for a PR comment)")
     df.add_argument("--base", required=True, help="git revision to compare with, e.g. origin/main")
-    from compiler.tools.audit.args import add_arguments as audit_arguments
-    from compiler.tools.cluster_import.args import add_arguments as import_arguments
-
     import_arguments(sub.add_parser("import", help="draft a policy and an inventory from kubectl exports of a cluster"))
     audit_arguments(sub.add_parser("audit", help="evidence ledger from exported Kueue Workloads and metric exports"))
-    from compiler.simulate.args import add_arguments as simulate_arguments
-
     sim = sub.add_parser("simulate", help="replay a job trace against the rendered Kueue objects of a cluster")
     _common(sim, ("text", "json", "markdown"), "report format (default: text)")
     simulate_arguments(sim)

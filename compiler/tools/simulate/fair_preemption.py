@@ -8,9 +8,9 @@ the FairSharingPreemptWithinNominal gate on (beta, default).
 
 from __future__ import annotations
 
-from compiler.simulate.cluster import Workload
-from compiler.simulate.quota import DRS, NEGATIVE_DRS, Node, add_all, borrowing_with, compare_drs, drs, remove_all
-from compiler.simulate.victims import Context, Target, candidate_order, enough, satisfies_policy
+from compiler.tools.simulate.cluster import Workload
+from compiler.tools.simulate.quota import DRS, NEGATIVE_DRS, Node, add_all, borrowing_with, compare_drs, drs, remove_all
+from compiler.tools.simulate.victims import Context, Target, candidate_order, enough, satisfies_policy
 
 
 def _share(n: Node) -> DRS:

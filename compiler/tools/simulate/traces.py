@@ -46,8 +46,8 @@ from typing import Any, Iterator
 
 import yaml
 
-from compiler.simulate.objects import SCALE, KueueSetup
-from compiler.simulate.replay import Job
+from compiler.tools.simulate.objects import SCALE, KueueSetup
+from compiler.tools.simulate.replay import Job
 
 MAX_ERRORS = 20
 

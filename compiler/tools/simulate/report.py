@@ -22,12 +22,12 @@ the static partition, over jobs completed in both.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from compiler.simulate.cluster import Cluster
-from compiler.simulate.objects import FR, SCALE, ClusterQueueSpec, KueueSetup, Quota, ResourceGroup
-from compiler.simulate.replay import Job, Outcome, Track, replay
+from compiler.tools.simulate.cluster import Cluster
+from compiler.tools.simulate.objects import FR, SCALE, ClusterQueueSpec, KueueSetup, Quota, ResourceGroup
+from compiler.tools.simulate.replay import Job, Outcome, Track, replay
 
 H = 3600.0
 
@@ -79,7 +79,6 @@ class Report:
     baselines: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
-        from dataclasses import asdict
         return asdict(self)
 
 

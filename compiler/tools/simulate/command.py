@@ -9,27 +9,28 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
 
-from compiler.diagnostics import EXIT_OK, EXIT_POLICY, UsageError
-
-if TYPE_CHECKING:
-    from compiler.pipeline.options import Options
-    from compiler.simulate.objects import KueueSetup
-    from compiler.simulate.replay import Job
+from compiler.cli.render import FORMATS
+from compiler.diagnostics import EXIT_OK, EXIT_POLICY, UsageError, sort_diagnostics
+from compiler.pipeline.options import Options
+from compiler.pipeline.run import compile_policies
+from compiler.tools.simulate.cluster import Cluster
+from compiler.tools.simulate.compare import RENDERERS, base_files
+from compiler.tools.simulate.objects import KueueSetup, ObjectsError, clusters_in, load_setup, read_out_dir
+from compiler.tools.simulate.render import explain_job, render_json, render_markdown, render_text
+from compiler.tools.simulate.replay import Job, replay
+from compiler.tools.simulate.report import summarize
+from compiler.tools.simulate.traces import Mapping as TeamMapping
+from compiler.tools.simulate.traces import TraceError, compress, read_trace
 
 
 def _files(opts: Options, ns: argparse.Namespace) -> Mapping[str, bytes] | None:
     if ns.from_out:
-        from compiler.simulate.objects import read_out_dir
-
         if not opts.out_dir.is_dir():
             raise UsageError(f"--from-out: {opts.out_dir} is not a directory")
         return read_out_dir(opts.out_dir)
-    from compiler.cli.render import FORMATS
-    from compiler.diagnostics import sort_diagnostics
-    from compiler.pipeline.run import compile_policies
 
     opts.verify = False
     res = compile_policies(opts)
@@ -45,12 +46,6 @@ def _progress(done: int, total: int) -> None:
 
 
 def cmd_simulate(opts: Options, ns: argparse.Namespace) -> int:
-    from compiler.simulate.cluster import Cluster
-    from compiler.simulate.objects import ObjectsError, clusters_in, load_setup
-    from compiler.simulate.render import explain_job, render_json, render_markdown, render_text
-    from compiler.simulate.replay import replay
-    from compiler.simulate.report import summarize
-    from compiler.simulate.traces import Mapping, TraceError, compress, read_trace
 
     if ns.load <= 0:
         raise UsageError(f"--load must be > 0, got {ns.load}")
@@ -67,7 +62,7 @@ def cmd_simulate(opts: Options, ns: argparse.Namespace) -> int:
                          f"(have: {', '.join(clusters)})")
     try:
         setup = load_setup(files, cluster)
-        jobs, fmt, skipped = read_trace(Path(ns.trace), setup, Mapping.load(ns.mapping))
+        jobs, fmt, skipped = read_trace(Path(ns.trace), setup, TeamMapping.load(ns.mapping))
     except (TraceError, ObjectsError) as exc:
         for line in str(exc).splitlines():
             print(f"gpupolicy: simulate: {line}", file=sys.stderr)
@@ -95,12 +90,6 @@ def cmd_simulate(opts: Options, ns: argparse.Namespace) -> int:
 
 def _compare(opts: Options, ns: argparse.Namespace, cluster: str, head_setup: KueueSetup, jobs: list[Job]) -> int:
     """``--base REF``: the same trace against the base revision; per-team deltas."""
-    from compiler.simulate.cluster import Cluster
-    from compiler.simulate.compare import RENDERERS, base_files
-    from compiler.simulate.objects import ObjectsError, clusters_in, load_setup
-    from compiler.simulate.replay import replay
-    from compiler.simulate.report import summarize
-    from compiler.simulate.traces import Mapping, TraceError, compress, read_trace
 
     head = summarize(replay(Cluster.of(head_setup), jobs, ns.checkpoint), jobs, baselines=False)
     files, note = base_files(opts, ns.base)
@@ -110,7 +99,7 @@ def _compare(opts: Options, ns: argparse.Namespace, cluster: str, head_setup: Ku
     elif files is not None:
         try:
             base_setup = load_setup(files, cluster)
-            base_jobs, _, _ = read_trace(Path(ns.trace), base_setup, Mapping.load(ns.mapping))
+            base_jobs, _, _ = read_trace(Path(ns.trace), base_setup, TeamMapping.load(ns.mapping))
         except (TraceError, ObjectsError) as exc:
             note = f"the trace does not map onto {ns.base}'s queues ({str(exc).splitlines()[0]})"
         else:

@@ -21,10 +21,10 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Callable
 
-from compiler.simulate.causes import BEHIND, explain_failure
-from compiler.simulate.cluster import Cluster, Workload
-from compiler.simulate.objects import FR
-from compiler.simulate.scheduler import run_cycle
+from compiler.tools.simulate.causes import BEHIND, explain_failure
+from compiler.tools.simulate.cluster import Cluster, Workload
+from compiler.tools.simulate.objects import FR
+from compiler.tools.simulate.scheduler import run_cycle
 
 MAX_IDLE_CYCLES = 50
 MAX_CYCLES_PER_INSTANT = 200_000

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from compiler.simulate.objects import FR, ClusterQueueSpec, KueueSetup
-from compiler.simulate.quota import Node, Tree, add_all, build_tree, remove_all
+from compiler.tools.simulate.objects import FR, ClusterQueueSpec, KueueSetup
+from compiler.tools.simulate.quota import Node, Tree, add_all, build_tree, remove_all
 
 
 @dataclass(eq=False)

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from compiler.simulate.objects import FR, KueueSetup, Quota
+from compiler.tools.simulate.objects import FR, KueueSetup, Quota
 
 
 class Node:

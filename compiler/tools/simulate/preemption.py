@@ -7,17 +7,17 @@ Read from kubernetes-sigs/kueue at tag v0.19.2 (not copied):
   ``pkg/scheduler/preemption/classical/{candidate_generator,hierarchical_preemption}.go``
   (candidate collection over the cohort tree, hierarchical advantage, preemption variants,
   ``borrowWithinCohort`` with ``maxPriorityThreshold``);
-- policies, candidate order and fits: ``compiler.simulate.victims``;
-- fair sharing: ``compiler.simulate.fair_preemption``.
+- policies, candidate order and fits: ``compiler.tools.simulate.victims``;
+- fair sharing: ``compiler.tools.simulate.fair_preemption``.
 """
 
 from __future__ import annotations
 
-from compiler.simulate.cluster import Cluster, Workload
-from compiler.simulate.fair_preemption import fair_preemptions
-from compiler.simulate.objects import FR
-from compiler.simulate.quota import Node, fits_in_quota, within_nominal
-from compiler.simulate.victims import (
+from compiler.tools.simulate.cluster import Cluster, Workload
+from compiler.tools.simulate.fair_preemption import fair_preemptions
+from compiler.tools.simulate.objects import FR
+from compiler.tools.simulate.quota import Node, fits_in_quota, within_nominal
+from compiler.tools.simulate.victims import (
     HIERARCHICAL,
     NEVER,
     REASONS,

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from compiler.simulate.cluster import Cluster, Workload
-from compiler.simulate.flavors import Assignment, assign
-from compiler.simulate.objects import FR
-from compiler.simulate.preemption import Target, get_targets
-from compiler.simulate.quota import DRS, Node, add_all, compare_drs, cq_available, drs, remove_all
+from compiler.tools.simulate.cluster import Cluster, Workload
+from compiler.tools.simulate.flavors import Assignment, assign
+from compiler.tools.simulate.objects import FR
+from compiler.tools.simulate.preemption import Target, get_targets
+from compiler.tools.simulate.quota import DRS, Node, add_all, compare_drs, cq_available, drs, remove_all
 
 
 @dataclass

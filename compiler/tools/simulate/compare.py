@@ -12,25 +12,21 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping
 
-from compiler.simulate.report import Report, TeamStats
-
-if TYPE_CHECKING:
-    from compiler.pipeline.options import Options
+from compiler.pipeline.options import Options
+from compiler.pipeline.run import compile_policies
+from compiler.tools.diff import extract_base
+from compiler.tools.simulate.report import Report, TeamStats
 
 
 def base_files(opts: Options, ref: str) -> tuple[Mapping[str, bytes] | None, str]:
     """The rendered files of ``ref`` (None and a note when it has no policies or does not compile)."""
-    from compiler.pipeline.options import Options as Opts
-    from compiler.pipeline.run import compile_policies
-    from compiler.tools.diff import extract_base
-
     with tempfile.TemporaryDirectory(prefix="gpupolicy-simulate-") as tmp:
         root, policy_dir, existed = extract_base(opts.root, opts.policy_dir, ref, Path(tmp))
         if not existed:
             return None, f"no policy directory at {ref}"
-        res = compile_policies(Opts(root=root, policy_dir=policy_dir, out_dir=root / "out", verify=False))
+        res = compile_policies(Options(root=root, policy_dir=policy_dir, out_dir=root / "out", verify=False))
         if not res.ok:
             return None, f"the policies at {ref} do not compile"
         return dict(res.out_files), ""

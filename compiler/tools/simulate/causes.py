@@ -9,9 +9,9 @@ of their queue wait "behind" the team's earlier or higher-priority jobs.
 
 from __future__ import annotations
 
-from compiler.simulate.cluster import Cluster, Workload
-from compiler.simulate.objects import FR, SCALE
-from compiler.simulate.quota import Node, cq_available, potential_available
+from compiler.tools.simulate.cluster import Cluster, Workload
+from compiler.tools.simulate.objects import FR, SCALE
+from compiler.tools.simulate.quota import Node, cq_available, potential_available
 
 BEHIND = "queued behind {team}'s earlier or higher-priority jobs"
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from compiler.simulate.cluster import Cluster, Workload
-from compiler.simulate.objects import FR, ResourceGroup
-from compiler.simulate.preemption import Target, get_targets
-from compiler.simulate.quota import cq_available, lowest_subtree_that_fits, potential_available
+from compiler.tools.simulate.cluster import Cluster, Workload
+from compiler.tools.simulate.objects import FR, ResourceGroup
+from compiler.tools.simulate.preemption import Target, get_targets
+from compiler.tools.simulate.quota import cq_available, lowest_subtree_that_fits, potential_available
 
 NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
 MODE_NAMES = {NO_FIT: "NoFit", NO_CANDIDATES: "Preempt", PREEMPT: "Preempt", RECLAIM: "Preempt", FIT: "Fit"}

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from compiler.simulate.cluster import Cluster, Workload
-from compiler.simulate.objects import FR
-from compiler.simulate.quota import DRS, borrowing_with, cq_available
+from compiler.tools.simulate.cluster import Cluster, Workload
+from compiler.tools.simulate.objects import FR
+from compiler.tools.simulate.quota import DRS, borrowing_with, cq_available
 
 NEVER, WITHIN_CQ, HIERARCHICAL, RECLAIM_NO_BORROW, RECLAIM_BORROW = range(5)
 REASONS = {WITHIN_CQ: "InClusterQueue", HIERARCHICAL: "InCohortReclamation",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from compiler.simulate.replay import Track
-from compiler.simulate.report import H, Report
+from compiler.tools.simulate.replay import Track
+from compiler.tools.simulate.report import H, Report
 
 TOP_CAUSES = 3
 
