@@ -12,6 +12,7 @@ import kubernetes_validate
 import pytest
 from conftest import REPO
 from helpers import copy_demo, find, line_of, mutate, policy_at
+from test_admission import load
 
 from compiler.lower import lower
 from compiler.lower.admission import lower_admission
@@ -33,12 +34,6 @@ from compiler.verify.vap import Decision, admit
 TIER = "kueue.x-k8s.io/priority-class"
 RECSYS = {"gpupolicy.dev/team": "recsys", "gpupolicy.dev/model": "two-tower", "gpupolicy.dev/data-class": "internal",
           "kueue.x-k8s.io/queue-name": "recsys", TIER: "standard"}
-
-
-def load(root: Path) -> Policy:
-    policy, diags = policy_at(root)
-    assert policy is not None, [d.message for d in diags]
-    return policy
 
 
 @pytest.fixture(scope="module")
