@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.metadata
 import os
 import sys
 from pathlib import Path
@@ -41,8 +42,16 @@ def _common(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("text", "jso
                    help="validate/check/build: compile everything, ignoring .gpupolicy-cache/ (safe to delete)")
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("gpupolicy")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpupolicy", description="GitOps policy compiler for shared GPU clusters.")
+    parser.add_argument("--version", action="version", version=f"gpupolicy {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, help_ in (
         ("validate", "check the policies and print diagnostics"),

@@ -18,11 +18,17 @@ class Options:
     verify: bool = True
 
 
+# The pinned upstream CRDs shipped with the compiler (each folder's SOURCE.txt names its tag).
+PACKAGED_CRDS = Path(__file__).resolve().parent.parent / "verify" / "crds"
+
+
 def default_crds(root: Path) -> Path | None:
+    """``$GPUPOLICY_CRDS``, else ``../shared/crds`` beside the repository (SPEC §9), else the CRDs
+    shipped with the compiler, so an installed gpupolicy verifies custom resources anywhere."""
     env = os.environ.get("GPUPOLICY_CRDS")
     if env:
         return Path(env)
     for cand in (root.parent / "shared" / "crds", root / ".." / "shared" / "crds"):
         if cand.is_dir():
             return cand
-    return None
+    return PACKAGED_CRDS if PACKAGED_CRDS.is_dir() else None
