@@ -245,6 +245,23 @@ def test_dropped_queue_needs_an_acknowledgement(tmp_path: Path) -> None:
     assert not [d for d in res.diagnostics if d.code == "GITOPS302"] and res.ok, res.diagnostics
 
 
+def test_stored_verdict_follows_the_previous_out(tmp_path: Path) -> None:
+    """GITOPS302 reads out/ as it was: the store keys a run by it, so removing the ClusterQueue's
+    file changes the stored verdict exactly as it changes the uncached one."""
+    from compiler.cache.store import Store
+    from compiler.pipeline.options import Options
+    from compiler.pipeline.run import compile_policies
+
+    root = _with_out(tmp_path)
+    mutate(root, "teams/recsys.yaml", RECSYS_CLOUD, "")
+    opts = Options(root=root, policy_dir=root / "policies", out_dir=root / "out", verify=False)
+    assert [d.code for d in compile_policies(opts, Store(root)).diagnostics].count("GITOPS302") == 1
+    (root / "out" / "cloud" / "kueue" / "clusterqueue._.recsys.yaml").unlink()
+    stored = compile_policies(opts, Store(root))
+    assert "GITOPS302" not in [d.code for d in stored.diagnostics]
+    assert stored.cached != "result" and "GITOPS302" not in [d.code for d in compile_policies(opts).diagnostics]
+
+
 def test_removed_flavor_needs_an_acknowledgement(tmp_path: Path) -> None:
     root = copy_demo(tmp_path)
     mutate(root, FLEET, "            mode: timeslicing\n            replicas: 4\n", "            mode: full\n")

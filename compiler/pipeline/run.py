@@ -40,6 +40,7 @@ from compiler.load.files import read_inputs
 from compiler.load.paths import display_path
 from compiler.model.manifest import Manifest
 from compiler.pipeline.options import Options
+from compiler.pipeline.previous import previous_outputs
 
 if TYPE_CHECKING:
     from compiler.policy.graph import Policy
@@ -122,6 +123,7 @@ def validated_policy(opts: Options, store: Store | None = None) -> tuple[Policy 
     with no_collections():
         run = Run(opts, NullStore() if store is None else store)
         inputs, diags0 = run.read_inputs()
+        run.previous = previous_outputs(opts)
         return validate_run(run, inputs, diags0)
 
 
@@ -146,6 +148,7 @@ class Run:
         self.lowered: list[Manifest] = []
         self.reused = 0  # team units taken from the store
         self.fp = ""  # fingerprint of the compiler, the CRDs and the options: part of every key
+        self.previous: frozenset[str] | None = None  # what the clusters hold before the change (GITOPS302)
         self.timings: dict[str, float] = {}
         self.t = time.perf_counter()
 
@@ -160,8 +163,12 @@ class Run:
         crds = tree_fingerprint(opts.crds) if opts.verify else "-"
         self.fp = digest(compiler_fingerprint(), crds, str(opts.crds is None), str(opts.strict), str(opts.verify),
                          display_path(opts.policy_dir, opts.root), display_path(opts.out_dir, opts.root))
+        # The previous out/ is an input of GITOPS302: part of the run's key, so a stored verdict
+        # never outlives the tree it was given on.
+        self.previous = previous_outputs(opts)
         key_all = digest(self.fp, *[x for i in inputs for x in (i.shown, i.data or b"")],
-                         *[repr(diag_out(d)) for d in diags0])
+                         *[repr(diag_out(d)) for d in diags0], repr(sorted(self.previous or ())),
+                         str(self.previous is None))
         stored = self.store.get("result", key_all)
         if stored is not None:
             self.lap("load")

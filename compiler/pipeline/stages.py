@@ -31,7 +31,6 @@ from compiler.lower import lower_cluster, lower_delivery, lower_team
 from compiler.model.inventory import Inventory
 from compiler.model.manifest import Manifest
 from compiler.model.schemas import render_schemas
-from compiler.pipeline.previous import previous_outputs
 from compiler.pipeline.run import PolicyInput, Run
 from compiler.policy.graph import Policy
 from compiler.policy.multikueue_topology import check_manifests
@@ -48,16 +47,8 @@ from compiler.verify.run import Verifier, run_level
 
 def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> RunRecord:
     try:
-        sources, diags = load(run, inputs)
-        diags = diags0 + diags
-        run.lap("load")
-        policy, more = assemble_policy(sources)
-        diags += more
-        if policy is not None:
-            policy = replace(policy, previous=previous_outputs(run.opts))
-        if policy is not None and recoverable(diags):  # a rejected cut: its classes are unknown, the rest is whole
-            return RunRecord.failure(diags + run_checks(policy))
-        if policy is None or has_errors(diags):
+        policy, diags = assemble(run, inputs, diags0)
+        if policy is None:
             return RunRecord.failure(diags)
         # The policy-scope unit runs in a second process while this one lowers. Its errors stop
         # the build before anything is emitted; lowering a policy they reject may fail, so
@@ -79,16 +70,26 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
         run.children.clear()
 
 
+def assemble(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> tuple[Policy | None, list[Diagnostic]]:
+    """Load, then schema-check and assemble the policy: the policy when the rules and lowering may
+    run on it, else None with every diagnostic found."""
+    sources, diags = load(run, inputs)
+    diags = diags0 + diags
+    run.lap("load")
+    policy, more = assemble_policy(sources)
+    diags += more
+    if policy is None:
+        return None, diags
+    policy = replace(policy, previous=run.previous)
+    if recoverable(diags):  # a rejected cut: its classes are unknown, the rest is whole
+        return None, diags + run_checks(policy)
+    return (None, diags) if has_errors(diags) else (policy, diags)
+
+
 def validate_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> tuple[Policy | None, list[Diagnostic]]:
     """The stages up to validate: the validated policy (None on errors) and every diagnostic."""
-    sources, diags = load(run, inputs)
-    policy, more = assemble_policy(sources)
-    diags = diags0 + diags + more
-    if policy is not None:
-        policy = replace(policy, previous=previous_outputs(run.opts))
-    if policy is not None and recoverable(diags):  # a rejected cut: its classes are unknown, the rest is whole
-        return None, diags + run_checks(policy)
-    if policy is None or has_errors(diags):
+    policy, diags = assemble(run, inputs, diags0)
+    if policy is None:
         return None, diags
     checked = run_checks(policy)
     return (None if has_errors(checked) else policy), diags + checked
