@@ -244,22 +244,14 @@ class Store:
 
 
 class NullStore(Store):
-    """The empty store: nothing is found, nothing is kept (``validate``, ``--no-cache``, diff and
-    the in-memory builds of tests and benchmarks). The pipeline computes every unit."""
+    """The empty store: nothing is found, nothing is kept (``--no-cache``, ``diff``, the in-memory
+    builds of tests and benchmarks). A store that is ``off`` answers every ``get`` with a miss and
+    keeps nothing, so the pipeline computes every unit."""
 
     def __init__(self) -> None:
         self.used = set()
         self.problems = []
         self.off = True
-
-    def get(self, kind: str, key: str) -> Any | None:
-        return None
-
-    def put(self, kind: str, key: str, value: Any, *, compress: bool = False) -> None:
-        pass
-
-    def prune(self, kinds: Iterable[str], keep_factor: int = 2) -> None:
-        pass
 
 
 NOT_REGULAR = "not-a-regular-file"  # the digest of a link or special file found in out/
