@@ -36,7 +36,9 @@ def _print_diags(diags: list[Diagnostic], opts: Options, ns: argparse.Namespace)
     from compiler.validate.related import prioritise
 
     # with a known git base (GPUPOLICY_BASE, or CI): errors on the files the change touched, first
-    FORMATS[fmt](prioritise(diags, touched_files(opts.root)), opts.root, stream, stream.isatty())
+    # (asking git only when there is something to order)
+    touched = touched_files(opts.root) if diags else frozenset[str]()
+    FORMATS[fmt](prioritise(diags, touched), opts.root, stream, stream.isatty())
 
 
 def cmd_validate(opts: Options, ns: argparse.Namespace) -> int:
