@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from compiler.cli.render import format_parsable
 from compiler.diagnostics import EXIT_OK, EXIT_POLICY, EXIT_USAGE, UsageError, exit_code
 from compiler.pipeline.options import Options
 from compiler.pipeline.run import validated_policy
@@ -82,8 +83,7 @@ def _view(ns: argparse.Namespace) -> tuple[PolicyView, str]:
     policy, diags = validated_policy(Options(root=ns.root, policy_dir=policy_dir, out_dir=ns.root / "out",
                                              verify=False))
     if policy is None or exit_code(diags) != EXIT_OK:
-        for d in diags:
-            print(f"gpupolicy: {d.location or ''}: {d.severity.value}[{d.code}] {d.message}", file=sys.stderr)
+        format_parsable(diags, ns.root, sys.stderr, False)  # policy text escaped for the terminal
         raise _PolicyFailed(f"audit: the policies in {policy_dir} do not validate; fix them or pass --policies")
     cluster = ns.cluster
     if cluster is None:
