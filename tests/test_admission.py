@@ -13,7 +13,8 @@ from conftest import REPO
 from helpers import copy_demo, policy_at
 
 from compiler.cel import compile_expr
-from compiler.lower.admission import ACTIONS, lower_admission
+from compiler.lower.admission import lower_admission
+from compiler.lower.admission_vap import ACTIONS
 from compiler.lower.namespaces import lower_team_namespaces
 from compiler.policy.graph import Policy
 from compiler.verify.vap import Decision, admit, evaluate

@@ -70,9 +70,6 @@ from compiler.lower.admission_cel import (
     tolerates_taint,
 )
 from compiler.lower.admission_vap import (
-    ACTIONS as ACTIONS,  # re-exported: the modes' validationActions
-)
-from compiler.lower.admission_vap import (
     NOT_DELETING,
     TRAINING_NAMESPACES,
     VAP_API,

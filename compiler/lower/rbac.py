@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.lower.admission import queued_workloads
+from compiler.lower.admission_vap import queued_workloads
 from compiler.lower.common import obj
 from compiler.lower.namespaces import team_namespaces
 from compiler.model.manifest import Manifest
