@@ -189,12 +189,12 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
     fresh += argocd
     run.policy = policy
     run.lowered = fresh + [m for ms, _ in new.values() for m in ms]
-    owners = in_child(render_codeowners, policy, inventory, display_path(opts.policy_dir, opts.root),
-                      display_path(opts.out_dir, opts.root))
+    shown_out = display_path(opts.out_dir, opts.root)
+    owners = in_child(render_codeowners, policy, inventory, display_path(opts.policy_dir, opts.root), shown_out)
     run.children.append(owners)
     diags += check_manifests(policy, inventory)
     diags += check_runtime(policy, fresh, inventory)  # OPS: what ArgoCD syncs must also run
-    diags += check_output_path(policy, display_path(opts.out_dir, opts.root))  # GITOPS401
+    diags += check_output_path(policy, shown_out)  # GITOPS401
     run.lap("lower")
 
     # emit (in memory) and verify: fleet and output objects one by one, team units whole
