@@ -160,6 +160,16 @@ def exit_code(diags: Iterable[Diagnostic], *, strict: bool = False) -> int:
     return EXIT_POLICY if has_errors(diags, strict=strict) else EXIT_OK
 
 
+# Where the project lives and where each rule's page is (docs/rules/<ID>.md, generated from the
+# registry). One place, so diagnostics, SARIF and the package metadata cannot disagree.
+HOMEPAGE = "https://github.com/gpupolicy/gpupolicy"
+
+
+def rule_url(code: str) -> str:
+    """The documentation page of rule ``code`` (e.g. ``KUEUE004``)."""
+    return f"{HOMEPAGE}/blob/main/docs/rules/{code}.md"
+
+
 class UsageError(Exception):
     """Bad command line or environment (exit 2), as opposed to a bad policy (exit 1)."""
 
