@@ -3,16 +3,23 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-SOURCES := pyproject.toml
+SOURCES := pyproject.toml requirements-lock.txt
+# Pip constraints: the exact versions of everything installed (requirements-lock.txt; `make lock`
+# rewrites it from .venv, and the name is one Dependabot updates) and pyproject.toml's floors
+# (constraints-min.txt, which Dependabot leaves alone) for `make test-min`.
+LOCK     := requirements-lock.txt
+MIN_LOCK := constraints-min.txt
+# The minimum-versions venv lives inside .venv: ignored by git and removed by `make clean` with it.
+MIN_VENV := $(VENV)/min
 
-.PHONY: build test check schema fuzz bench lint typecheck clean
+.PHONY: build test test-min check validate schema docs fuzz bench lint typecheck lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python $(SOURCES)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c $(LOCK) -e '.[test]'
 	touch $(STAMP)
 
 build: $(STAMP)
@@ -27,8 +34,15 @@ test: $(STAMP)
 check: $(STAMP)
 	$(BIN)/gpupolicy check
 
+validate: $(STAMP)
+	$(BIN)/gpupolicy validate
+
 schema: $(STAMP)
 	$(BIN)/gpupolicy schema
+
+# docs/rules/: one page per rule, from the registry (tests/test_rule_docs.py fails when stale)
+docs: $(STAMP)
+	$(BIN)/gpupolicy rules --docs docs/rules
 
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy
@@ -45,6 +59,21 @@ fuzz: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# The suite at the oldest versions pyproject.toml allows (constraints-min.txt), in a venv of its own.
+test-min: $(MIN_VENV)/.installed
+	$(MIN_VENV)/bin/python -m pytest
+
+$(MIN_VENV)/.installed: pyproject.toml $(MIN_LOCK)
+	rm -rf $(MIN_VENV)
+	$(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install --quiet -c $(MIN_LOCK) -e '.[test]'
+	touch $@
+
+# Re-pin requirements-lock.txt to what .venv holds (after `pip install -U ...` there and a green `make test`).
+lock: $(STAMP)
+	{ sed -n '/^#/p' $(LOCK); $(BIN)/python -m pip list --format=freeze --exclude-editable | grep -v '^pip==' | LC_ALL=C sort -f; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
 
 clean:
 	rm -rf $(VENV) .gpupolicy-cache .pytest_cache
