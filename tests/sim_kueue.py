@@ -6,7 +6,7 @@ Quantities are written as in the Go tests ("6", "3Gi", "500m") and converted lik
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from compiler.tools.simulate.cluster import Cluster, Workload
 from compiler.tools.simulate.flavors import assign
@@ -52,7 +52,7 @@ def cohort(name: str, parent: str | None = None, weight: float = 1.0,
     return CohortSpec(name, parent, dict(quotas or {}), weight)
 
 
-def setup(cqs: list[ClusterQueueSpec], cohorts: list[CohortSpec] = (), flavors: dict[str, dict[str, str]] | None = None,
+def setup(cqs: list[ClusterQueueSpec], cohorts: Sequence[CohortSpec] = (), flavors: dict[str, dict[str, str]] | None = None,
           fair_sharing: bool = False, strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare",
                                                                      "LessThanInitialShare")) -> KueueSetup:
     s = KueueSetup("test")

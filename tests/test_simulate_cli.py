@@ -52,6 +52,13 @@ def test_simulate_explain_job(demo_repo: Path) -> None:
                 "--explain", "nlp-big", cwd=demo_repo)
     assert r.returncode == 0, r.stderr
     assert "job nlp-big" in r.stdout and "preempted at" in r.stdout and "nlp-urgent" in r.stdout
+    r = run_cli("simulate", "--trace", trace(demo_repo), "--cluster", "onprem", "--from-out",
+                "--explain", "nlp-big", "--format", "json", cwd=demo_repo)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)  # one document, the same story
+    assert doc["job"] == "nlp-big" and doc["team"] == "nlp"
+    assert doc["preemptedBy"] and "nlp-urgent" in doc["preemptedBy"][0]["by"]
+    assert abs(sum(c["hours"] for c in doc["waitCauses"]) - doc["waitHours"]) < 1e-6
 
 
 def test_simulate_bad_trace_is_located_exit_1(demo_repo: Path) -> None:
@@ -77,9 +84,8 @@ def test_simulate_usage_errors_exit_2(demo_repo: Path) -> None:
     assert r.returncode == 1 and "no such trace file" in r.stderr
 
 
-def test_simulate_base_shows_per_team_deltas(tmp_path: Path) -> None:
-    """``--base REF``: the trace against the committed policies and against the working tree where
-    nlp's guarantee is lowered; the markdown shows the delta and a mermaid chart."""
+def _budget_change(tmp_path: Path) -> Path:
+    """A git repo of the demo policies, committed, with nlp's guarantee lowered in the work tree."""
     import os
     import shutil
     import subprocess
@@ -95,9 +101,90 @@ def test_simulate_base_shows_per_team_deltas(tmp_path: Path) -> None:
     team = root / "policies" / "teams" / "nlp.yaml"
     assert "guaranteed: 32" in team.read_text()
     team.write_text(team.read_text().replace("guaranteed: 32", "guaranteed: 8", 1))
+    return root
+
+
+def test_simulate_base_shows_per_team_deltas(tmp_path: Path) -> None:
+    """``--base REF``: the trace against the committed policies and against the working tree where
+    nlp's guarantee is lowered; the markdown shows the delta and a mermaid chart."""
+    root = _budget_change(tmp_path)
     r = run_cli("simulate", "--trace", trace(root), "--cluster", "onprem", "--base", "HEAD", cwd=root)
     assert r.returncode == 0, r.stderr
-    assert "### gpupolicy simulate: onprem, HEAD → working tree" in r.stdout
+    assert "### gpupolicy simulate: onprem, `HEAD` → working tree" in r.stdout
     nlp = next(line for line in r.stdout.splitlines() if line.startswith("| nlp "))
     assert "(+" in nlp  # nlp waits longer (or more of its jobs never fit) with a smaller guarantee
-    assert "xychart-beta" in r.stdout
+    assert "xychart-beta" in r.stdout and "stranded" in r.stdout
+
+
+def test_diff_simulate_adds_per_team_deltas(tmp_path: Path) -> None:
+    """``diff --base HEAD --simulate TRACE``: the diff report, then the simulation deltas (jobs,
+    waits, preemptions, borrowing) and the p95 chart; in JSON under ``simulate``."""
+    root = _budget_change(tmp_path)
+    t = trace(root)
+    r = run_cli("diff", "--base", "HEAD", "--simulate", t, "--simulate-cluster", "onprem", cwd=root)
+    assert r.returncode == 0, r.stderr
+    head, _, sim = r.stdout.partition("### gpupolicy simulate: onprem, `HEAD` → working tree")
+    assert head.strip() and sim, r.stdout
+    assert "| team | jobs | wait p50 h | wait p95 h | wait max h | preempted | borrowed GPU-h |" in sim
+    nlp = next(line for line in sim.splitlines() if line.startswith("| nlp "))
+    assert "(+" in nlp
+    chart = sim[sim.index("```mermaid"):]
+    assert "xychart-beta" in chart and 'x-axis ["nlp"' in chart  # nlp changed most: first
+    r = run_cli("diff", "--base", "HEAD", "--simulate", t, "--simulate-cluster", "onprem", "--format", "json",
+                cwd=root)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["simulate"]["cluster"] == "onprem" and data["simulate"]["base_report"]["jobs"] == 6
+    r = run_cli("diff", "--base", "HEAD", "--simulate", t, cwd=root)  # two clusters: say which
+    assert r.returncode == 2 and "onprem" in r.stderr and "Traceback" not in r.stderr
+    bad = trace(root, "submit,duration,gpus,team\n0,5,1,ghost\n")
+    r = run_cli("diff", "--base", "HEAD", "--simulate", bad, "--simulate-cluster", "onprem", cwd=root)
+    assert r.returncode == 1 and "trace.csv:2: unknown team 'ghost'" in r.stderr
+
+
+def test_many_teams_are_bounded_in_the_comment() -> None:
+    """Top teams by change of p95 wait only, saying how many are left out; names escaped."""
+    from compiler.tools.simulate import compare
+    from compiler.tools.simulate.report import Report, TeamStats
+
+    def rep(shift: float) -> Report:
+        teams = [TeamStats(f"t{i:02d}", jobs=1, wait_p95_h=i * shift) for i in range(50)]
+        teams.append(TeamStats('x"]; %%{init}%%', jobs=1, wait_p95_h=100 * shift))  # changed most
+        return Report("c", 1, 1.0, {}, 0.0, 0.0, 0.0, teams, [], True, 0, [])
+
+    md = compare.render_markdown(compare.Pair("main", "c", rep(2.0), rep(1.0), ""))
+    rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| team ")]
+    assert len(rows) == compare.TABLE_ROWS and rows[1].startswith("| t49 ")
+    assert rows[0].startswith('| `x"]; %%{init}%%` |')  # a code span in the table: inert
+    assert "21 more team(s) with smaller changes" in md and "39 more left out" in md
+    chart = md[md.index("x-axis"):].splitlines()[0]
+    assert chart.count('", "') == compare.CHART_TEAMS - 1
+    assert "%%{" not in md[md.index("```mermaid"):] and chart.startswith('x-axis ["x#quot;#93;; #37;#37;#123;init')
+
+
+def test_progress_bar_only_on_a_terminal_outside_ci() -> None:
+    import io
+
+    import pytest
+
+    from compiler.tools.simulate.command import progress_bar
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.delenv("CI", raising=False)
+        assert progress_bar(io.StringIO()) is None  # piped: nothing
+        tty = Tty()
+        bar = progress_bar(tty)
+        assert bar is not None
+        bar(41_123, 82_247)
+        bar(82_247, 82_247)
+        assert "[" + "#" * 14 + "." * 16 + "] 41,123/82,247 jobs" in tty.getvalue()
+        assert "[" + "#" * 30 + "] 82,247/82,247 jobs" in tty.getvalue()
+        mp.setenv("CI", "true")
+        assert progress_bar(Tty()) is None  # CI logs are not terminals worth redrawing
+    finally:
+        mp.undo()

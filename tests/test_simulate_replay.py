@@ -158,6 +158,32 @@ def test_generic_csv(tmp_path: Path) -> None:
     assert jobs[1].cq == "vision" and jobs[1].node_selector == {"gpupolicy.dev/pool": "a100-mig"}
 
 
+def test_rows_without_priority_get_the_team_default_tier(tmp_path: Path) -> None:
+    """Not Kueue's 0: gpupolicy's admission makes a job name a tier and points at the team's
+    default, the Namespace label gpupolicy.dev/priority (the demo: nlp production = 1000, the
+    others the fleet's standard = 100); a namespace's own label wins; the mapping's priority wins
+    over both."""
+    s = demo_setup()
+    assert s.default_tiers["nlp-train"] == "production" and s.default_tiers["search-train"] == "standard"
+    p = write(tmp_path, "submit,duration,gpus,team,priority,namespace\n0,60,1,nlp,,\n0,60,1,search,,\n"
+                        "0,60,1,search,preemptible,\n0,60,1,vision,,vision-train\n")
+    jobs, _, _ = read_trace(p, s, Mapping())
+    assert [(j.priority, j.priority_class) for j in jobs] == [(1000, "production"), (100, "standard"),
+                                                              (10, "preemptible"), (100, "standard")]
+    s.default_tiers["vision-train"] = "preemptible"
+    jobs, _, _ = read_trace(p, s, Mapping())
+    assert [j.priority for j in jobs] == [1000, 100, 10, 10]
+    jobs, _, _ = read_trace(p, s, Mapping(priority="standard"))
+    assert [j.priority for j in jobs] == [100, 100, 10, 100]
+    s.default_tiers.clear()  # nothing rendered: Kueue's own default, 0
+    jobs, _, _ = read_trace(p, s, Mapping())
+    assert [j.priority for j in jobs] == [0, 0, 10, 0]
+    philly = write(tmp_path, "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,vc\n",
+                   "philly.csv")
+    jobs, _, _ = read_trace(philly, demo_setup(), Mapping({"vc": "search"}))
+    assert jobs[0].priority == 100 and jobs[0].priority_class == "standard"
+
+
 @pytest.mark.parametrize("text,needle", [
     ("submit,duration,team\n0,1,nlp\n", "t.csv:1: missing column(s) gpus"),
     ("submit,duration,gpus,team\n0,-5,1,nlp\n", "t.csv:2: duration must be > 0"),
@@ -233,3 +259,19 @@ def test_demo_with_a_philly_slice(tmp_path: Path) -> None:
     text = render_text(rep)
     assert "utilisation" in text and "why" in text
     assert "xychart-beta" in render_markdown(rep)
+
+
+def test_stranded_gpu_hours_count_idle_gpus_held_back_by_quota() -> None:
+    """a (guarantee 4, borrowing limit 0) is full while b's 4 GPUs are idle: a's 2-GPU job waits
+    100 s on quota, not capacity: 2 GPUs × 100 s stranded. b's 8-GPU job waiting while only 4 are
+    idle is held back by capacity and not counted."""
+    from sim_kueue import cohort
+
+    cqs = [cq("a", {"f": {GPU: quota("4", "0")}}, cohort="co"), cq("b", {"f": {GPU: quota("4")}}, cohort="co")]
+    out = replay(Cluster.of(setup(cqs, [cohort("co")])), [job("a1", "a", 0, 100, 4), job("a2", "a", 0, 10, 2)])
+    rep = summarize(out, [t.job for t in out.tracks], baselines=False)
+    assert rep.stranded_gpu_hours == pytest.approx(2 * 100 / 3600)
+    assert rep.idle_gpu_hours == pytest.approx((8 * 110 - 4 * 100 - 2 * 10) / 3600)
+    out = replay(Cluster.of(setup(cqs, [cohort("co")])), [job("a1", "a", 0, 100, 4), job("b8", "b", 0, 10, 8)])
+    rep = summarize(out, [t.job for t in out.tracks], baselines=False)
+    assert rep.stranded_gpu_hours == 0 and rep.stranded_by_resource == {GPU: 0.0}

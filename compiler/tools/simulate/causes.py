@@ -11,13 +11,30 @@ from __future__ import annotations
 
 from compiler.tools.simulate.cluster import Cluster, Workload
 from compiler.tools.simulate.objects import FR, SCALE
-from compiler.tools.simulate.quota import Node, cq_available, potential_available
+from compiler.tools.simulate.quota import VERSION, Node, cq_available, potential_available
 
 BEHIND = "queued behind {team}'s earlier or higher-priority jobs"
 
 
 def n(v: int) -> str:
     return f"{v // SCALE}" if v % SCALE == 0 else f"{v / SCALE:g}"
+
+
+_SEEN: dict[tuple[Node, FR, str], str] = {}
+_SEEN_AT = [-1]
+
+
+def borrowers(root: Node, fr: FR, exclude: str) -> str:
+    """The ClusterQueues of the tree above their nominal quota of ``fr`` (but ``exclude``),
+    kept while the tree's usage stands still."""
+    if _SEEN_AT[0] != VERSION[0]:
+        _SEEN.clear()
+        _SEEN_AT[0] = VERSION[0]
+    key = (root, fr, exclude)
+    hit = _SEEN.get(key)
+    if hit is None:
+        hit = _SEEN[key] = _borrowers(root, fr, exclude)
+    return hit
 
 
 def _borrowers(root: Node, fr: FR, exclude: str) -> str:
@@ -43,9 +60,9 @@ def explain_block(cl: Cluster, wl: Workload, fr: FR, val: int, preempting: bool 
     if val > cap:
         return (f"never fits: asks more {what} than {team} can ever reach ({n(cap)}: guarantee {n(nominal)}, "
                 f"borrowing limit {'unlimited' if q is None or q.borrowing_limit is None else n(q.borrowing_limit)})")
-    borrowers = _borrowers(node.root(), fr, team) if node.parent else ""
+    lenders_to = borrowers(node.root(), fr, team) if node.parent else ""
     if used + val <= nominal:
-        tail = f" (borrowed by {borrowers})" if borrowers else ""
+        tail = f" (borrowed by {lenders_to})" if lenders_to else ""
         if preempting:
             return f"reclaiming {team}'s lent guarantee of {n(nominal)} {what}{tail}"
         return f"{team}'s guarantee of {n(nominal)} {what} is lent to other teams{tail}"
@@ -58,7 +75,7 @@ def explain_block(cl: Cluster, wl: Workload, fr: FR, val: int, preempting: bool 
     if preempting:
         return f"{team} preempting to borrow {what} in cohort {node.parent.name}"
     return (f"{team}'s guarantee of {n(nominal)} {what} in use and cohort {node.parent.name} has none to lend"
-            + (f" (lent to {borrowers})" if borrowers else ""))
+            + (f" (lent to {lenders_to})" if lenders_to else ""))
 
 
 def explain_failure(cl: Cluster, wl: Workload, usage: dict[FR, int], reasons: list[str],

@@ -5,11 +5,24 @@ thousandths), the ClusterQueue its LocalQueue points to, its priority (the value
 WorkloadPriorityClass) and its creation time, which Kueue uses for FIFO order
 (``GetQueueOrderTimestamp`` in pkg/workload/workload.go at v0.19.2: the creation timestamp unless
 evicted by a PodsReady timeout or an admission check, neither of which is simulated).
+
+Besides the usage held in the tree, the cluster keeps what the fast path of the replay needs to
+know cheaply, all changed only by real admissions and releases (``admit``/``release``), never by
+the what-if removals of a preemption search:
+
+- ``held``: usage per ClusterQueue, flavor-resource and priority (an upper bound on what
+  preempting the workloads of a priority range could free, ``compiler.tools.simulate.bounds``);
+- ``fr_version``: per (root of the cohort tree, flavor-resource) a counter bumped by every change
+  of that flavor-resource's usage anywhere in the tree; ``borrow_version``: per root, bumped when
+  any node's borrowed amount changes (what dominant resource shares depend on). A scheduling
+  attempt that failed is memoised against the counters it read (``failures``), and reused while
+  they stand still: nothing it depends on has changed, so it would fail the same way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from compiler.tools.simulate.objects import FR, ClusterQueueSpec, KueueSetup
 from compiler.tools.simulate.quota import Node, Tree, add_all, build_tree, remove_all
@@ -27,9 +40,14 @@ class Workload:
     usage: dict[FR, int] = field(default_factory=dict)
     admitted_at: float = -1.0
     seq: int = 0  # admission order, breaks ties of admitted_at
+    shape: tuple[Any, ...] | None = field(default=None, repr=False)  # scheduler.shape, computed once
 
     def uses_any(self, frs: set[FR]) -> bool:
         return any(fr in frs for fr in self.usage)
+
+
+def _borrowed(n: Node, fr: FR) -> int:
+    return max(0, n.usage.get(fr, 0) - n.subtree.get(fr, 0))
 
 
 @dataclass
@@ -40,11 +58,21 @@ class Cluster:
     fair_sharing: bool
     strategies: tuple[str, ...]
     _seq: int = 0
+    fast: bool = True  # memoised failures and search bounds; False = the straightforward reference
+    held: dict[str, dict[FR, dict[int, int]]] = field(default_factory=dict)  # CQ -> fr -> priority -> usage
+    fr_version: dict[tuple[str, FR], int] = field(default_factory=dict)
+    borrow_version: dict[str, int] = field(default_factory=dict)
+    drs_reads: int = 0  # bumped whenever a preemption search compares shares
+    failures: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any, Any]] = field(default_factory=dict)
+    roots: dict[str, Node] = field(default_factory=dict)
+    dep_keys: dict[tuple[Any, ...], list[tuple[str, FR]]] = field(default_factory=dict)  # shape -> fr_version keys
 
     @classmethod
     def of(cls, setup: KueueSetup, fair_sharing: bool | None = None) -> Cluster:
         fs = setup.fair_sharing if fair_sharing is None else fair_sharing
-        return cls(setup, build_tree(setup), {q: {} for q in setup.queues}, fs, setup.strategies)
+        tree = build_tree(setup)
+        return cls(setup, tree, {q: {} for q in setup.queues}, fs, setup.strategies,
+                   held={q: {} for q in setup.queues}, roots={q: n.root() for q, n in tree.cqs.items()})
 
     def spec(self, cq: str) -> ClusterQueueSpec:
         return self.setup.queues[cq]
@@ -52,18 +80,47 @@ class Cluster:
     def node(self, cq: str) -> Node:
         return self.tree.cqs[cq]
 
+    def _account(self, wl: Workload, usage: dict[FR, int], sign: int) -> None:
+        """Bump the versions of what changes and keep ``held`` (called around real changes)."""
+        root = self.roots[wl.cq].name
+        held = self.held[wl.cq]
+        for fr, v in usage.items():
+            key = (root, fr)
+            self.fr_version[key] = self.fr_version.get(key, 0) + 1
+            by_prio = held.setdefault(fr, {})
+            by_prio[wl.priority] = by_prio.get(wl.priority, 0) + sign * v
+
+    def _borrow_state(self, wl: Workload, usage: dict[FR, int]) -> list[int]:
+        out = []
+        for fr in usage:
+            n: Node | None = self.tree.cqs[wl.cq]
+            while n is not None:
+                out.append(_borrowed(n, fr))
+                n = n.parent
+        return out
+
     def admit(self, wl: Workload, usage: dict[FR, int], now: float) -> None:
         wl.usage = usage
         wl.admitted_at = now
         self._seq += 1
         wl.seq = self._seq
         self.admitted[wl.cq][wl.key] = wl
+        before = self._borrow_state(wl, usage)
         add_all(self.node(wl.cq), usage)
+        self._account(wl, usage, 1)
+        if before != self._borrow_state(wl, usage):
+            root = self.roots[wl.cq].name
+            self.borrow_version[root] = self.borrow_version.get(root, 0) + 1
 
     def release(self, wl: Workload) -> None:
         """Finish or evict: the workload gives its quota back."""
         del self.admitted[wl.cq][wl.key]
+        before = self._borrow_state(wl, wl.usage)
         remove_all(self.node(wl.cq), wl.usage)
+        self._account(wl, wl.usage, -1)
+        if before != self._borrow_state(wl, wl.usage):
+            root = self.roots[wl.cq].name
+            self.borrow_version[root] = self.borrow_version.get(root, 0) + 1
         wl.usage = {}
         wl.admitted_at = -1.0
 

@@ -7,23 +7,38 @@ Exit codes: 0 ok; 1 policy errors or a bad trace/mapping (located ``file:line`` 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Callable, TextIO
 
-from compiler.cli.render import FORMATS
-from compiler.diagnostics import EXIT_OK, EXIT_POLICY, UsageError, sort_diagnostics
+from compiler import escape
+from compiler.cli.render import print_to_stderr
+from compiler.diagnostics import EXIT_OK, EXIT_POLICY, UsageError
 from compiler.pipeline.options import Options
 from compiler.pipeline.run import compile_policies
 from compiler.tools.simulate.cluster import Cluster
-from compiler.tools.simulate.compare import RENDERERS, base_files
-from compiler.tools.simulate.objects import KueueSetup, ObjectsError, clusters_in, load_setup, read_out_dir
-from compiler.tools.simulate.render import explain_job, render_json, render_markdown, render_text
-from compiler.tools.simulate.replay import Job, replay
+from compiler.tools.simulate.compare import RENDERERS, Run, pick_cluster, simulate_pair_or_problems
+from compiler.tools.simulate.objects import ObjectsError, load_setup, read_out_dir
+from compiler.tools.simulate.render import explain_job, explain_job_json, render_json, render_markdown, render_text
+from compiler.tools.simulate.replay import replay
 from compiler.tools.simulate.report import summarize
 from compiler.tools.simulate.traces import Mapping as TeamMapping
 from compiler.tools.simulate.traces import TraceError, compress, read_trace
+
+BAR = 30
+
+
+def head_files(opts: Options) -> Mapping[str, bytes] | None:
+    """The working tree's rendered files, compiled in memory (diagnostics on stderr; None if it
+    does not compile)."""
+    opts.verify = False
+    res = compile_policies(opts)
+    if res.diagnostics:
+        print_to_stderr(res.diagnostics, opts.root)
+    return res.out_files if res.ok else None
 
 
 def _files(opts: Options, ns: argparse.Namespace) -> Mapping[str, bytes] | None:
@@ -31,22 +46,36 @@ def _files(opts: Options, ns: argparse.Namespace) -> Mapping[str, bytes] | None:
         if not opts.out_dir.is_dir():
             raise UsageError(f"--from-out: {opts.out_dir} is not a directory")
         return read_out_dir(opts.out_dir)
+    return head_files(opts)
 
-    opts.verify = False
-    res = compile_policies(opts)
-    if res.diagnostics:
-        FORMATS["text"](sort_diagnostics(res.diagnostics), opts.root, sys.stderr, sys.stderr.isatty())
-    if not res.ok:
+
+def print_problems(exc: Exception) -> None:
+    for line in str(exc).splitlines():
+        print(f"gpupolicy: simulate: {escape.text(line)}", file=sys.stderr)
+
+
+def progress_bar(stream: TextIO) -> Callable[[int, int], None] | None:
+    """A progress bar on ``stream`` when it is a terminal, outside CI (None otherwise): redrawn at
+    most five times a second, so it costs nothing next to the replay."""
+    if not stream.isatty() or os.environ.get("CI"):
         return None
-    return res.out_files
+    start = time.monotonic()
+    last = [0.0]
 
+    def show(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] < 0.2 and done < total:
+            return
+        last[0] = now
+        filled = BAR * done // max(total, 1)
+        stream.write(f"\rgpupolicy: simulate: [{'#' * filled}{'.' * (BAR - filled)}] {done:,}/{total:,} jobs "
+                     f"finished, {now - start:,.0f}s")
+        stream.flush()
 
-def _progress(done: int, total: int) -> None:
-    print(f"\rgpupolicy: simulate: {done}/{total} jobs finished", end="", file=sys.stderr, flush=True)
+    return show
 
 
 def cmd_simulate(opts: Options, ns: argparse.Namespace) -> int:
-
     if ns.load <= 0:
         raise UsageError(f"--load must be > 0, got {ns.load}")
     if not 0 <= ns.checkpoint <= 1:
@@ -54,56 +83,38 @@ def cmd_simulate(opts: Options, ns: argparse.Namespace) -> int:
     files = _files(opts, ns)
     if files is None:
         return EXIT_POLICY
-    clusters = clusters_in(files)
-    cluster = ns.cluster or (clusters[0] if len(clusters) == 1 else None)
-    if cluster is None or cluster not in clusters:
-        raise UsageError(f"pick a cluster with --cluster (rendered Kueue objects for: {', '.join(clusters) or 'none'})"
-                         if cluster is None else f"no Kueue objects rendered for cluster {cluster!r} "
-                         f"(have: {', '.join(clusters)})")
+    try:
+        cluster = pick_cluster(files, ns.cluster)
+    except UsageError as exc:
+        raise UsageError(f"--cluster: {exc}") from exc
     try:
         setup = load_setup(files, cluster)
         jobs, fmt, skipped = read_trace(Path(ns.trace), setup, TeamMapping.load(ns.mapping))
     except (TraceError, ObjectsError) as exc:
-        for line in str(exc).splitlines():
-            print(f"gpupolicy: simulate: {line}", file=sys.stderr)
+        print_problems(exc)
         return EXIT_POLICY
     compress(jobs, ns.load)
     if ns.explain and ns.explain not in {j.name for j in jobs}:
         raise UsageError(f"--explain: no job {ns.explain!r} in the trace (names look like {jobs[0].name!r})")
     if ns.base:
-        return _compare(opts, ns, cluster, setup, jobs)
+        run = Run(Path(ns.trace), cluster, ns.load, ns.mapping, ns.checkpoint)
+        pair = simulate_pair_or_problems(opts, ns.base, files, run, print_problems)
+        if pair is None:
+            return EXIT_POLICY
+        sys.stdout.write(RENDERERS[ns.format or "markdown"](pair))
+        return EXIT_OK
     t0 = time.perf_counter()
-    tty = sys.stderr.isatty()
-    out = replay(Cluster.of(setup), jobs, ns.checkpoint, _progress if tty else None)
-    if tty:
+    bar = progress_bar(sys.stderr)
+    out = replay(Cluster.of(setup), jobs, ns.checkpoint, bar)
+    if bar is not None:
         print(file=sys.stderr)
     if ns.explain:
-        sys.stdout.write(explain_job(next(tr for tr in out.tracks if tr.job.name == ns.explain)))
+        track = next(tr for tr in out.tracks if tr.job.name == ns.explain)
+        sys.stdout.write(explain_job_json(track) if ns.format == "json" else explain_job(track))
         return EXIT_OK
     rep = summarize(out, jobs, baselines=not ns.no_baselines)
     print(f"gpupolicy: simulate: {len(jobs)} jobs ({fmt}{f', {skipped} unfinished skipped' if skipped else ''}) "
-          f"on {cluster} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+          f"on {escape.text(cluster)} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     fmt_out = ns.format or "text"
     sys.stdout.write({"json": render_json, "markdown": render_markdown}.get(fmt_out, render_text)(rep))
-    return EXIT_OK
-
-
-def _compare(opts: Options, ns: argparse.Namespace, cluster: str, head_setup: KueueSetup, jobs: list[Job]) -> int:
-    """``--base REF``: the same trace against the base revision; per-team deltas."""
-
-    head = summarize(replay(Cluster.of(head_setup), jobs, ns.checkpoint), jobs, baselines=False)
-    files, note = base_files(opts, ns.base)
-    base = None
-    if files is not None and cluster not in clusters_in(files):
-        note = f"cluster {cluster} has no Kueue objects at {ns.base}"
-    elif files is not None:
-        try:
-            base_setup = load_setup(files, cluster)
-            base_jobs, _, _ = read_trace(Path(ns.trace), base_setup, TeamMapping.load(ns.mapping))
-        except (TraceError, ObjectsError) as exc:
-            note = f"the trace does not map onto {ns.base}'s queues ({str(exc).splitlines()[0]})"
-        else:
-            compress(base_jobs, ns.load)
-            base = summarize(replay(Cluster.of(base_setup), base_jobs, ns.checkpoint), base_jobs, baselines=False)
-    sys.stdout.write(RENDERERS[ns.format or "markdown"](ns.base, base, head, note))
     return EXIT_OK

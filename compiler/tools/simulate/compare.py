@@ -1,23 +1,62 @@
-"""``gpupolicy simulate --base REF``: the same trace against the base revision and the working
-tree, per-team deltas for a pull request comment (markdown with a mermaid ``xychart-beta`` of p95
-waits before and after), text or JSON.
+"""The same trace against a base revision and the working tree: per-team deltas for a pull request.
 
-The base revision's policies are extracted and compiled in memory exactly as ``gpupolicy diff``
-does (compiler.tools.diff.extract_base); the trace is read against each side's own objects, so a
-team or class that exists on one side only shows as such.
+Used by ``gpupolicy simulate --base REF`` and ``gpupolicy diff --base REF --simulate TRACE``
+(which appends this section to the diff report). The base revision's policies are extracted and
+compiled in memory exactly as ``gpupolicy diff`` does (compiler.tools.diff.extract_base); the
+trace is read against each side's own objects, so a team that exists on one side only shows as
+such.
+
+Markdown (the PR comment) is bounded: the table keeps the ``TABLE_ROWS`` teams whose p95 wait
+changed most and the mermaid ``xychart-beta`` the ``CHART_TEAMS`` first of them, each saying how
+many teams it leaves out. Every team, cluster and revision name is escaped for its place
+(``compiler.escape``: table cells, prose, mermaid strings).
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
+from compiler import escape
+from compiler.diagnostics import EXIT_OK, UsageError
 from compiler.pipeline.options import Options
 from compiler.pipeline.run import compile_policies
 from compiler.tools.diff import extract_base
-from compiler.tools.simulate.report import Report, TeamStats
+from compiler.tools.simulate.cluster import Cluster
+from compiler.tools.simulate.objects import ObjectsError, clusters_in, load_setup
+from compiler.tools.simulate.replay import replay
+from compiler.tools.simulate.report import Report, TeamStats, summarize
+from compiler.tools.simulate.traces import Mapping as TeamMapping
+from compiler.tools.simulate.traces import TraceError, compress, read_trace
+
+TABLE_ROWS = 30
+CHART_TEAMS = 12
+
+
+@dataclass
+class Pair:
+    ref: str
+    cluster: str
+    head: Report
+    base: Report | None
+    note: str  # why there is no base side, if there is none
+
+
+@dataclass
+class Run:
+    """What to replay: the trace and its knobs (``simulate`` and ``diff --simulate`` share them)."""
+
+    trace: Path
+    cluster: str | None
+    load: float = 1.0
+    mapping: Path | None = None
+    checkpoint: float = 0.0
 
 
 def base_files(opts: Options, ref: str) -> tuple[Mapping[str, bytes] | None, str]:
@@ -32,65 +71,181 @@ def base_files(opts: Options, ref: str) -> tuple[Mapping[str, bytes] | None, str
         return dict(res.out_files), ""
 
 
-def _d(new: float | None, old: float | None, digits: int = 2) -> str:
-    if new is None or old is None:
-        return "-"
-    delta = new - old
-    return f"{new:,.{digits}f} ({'+' if delta >= 0 else ''}{delta:,.{digits}f})"
+def pick_cluster(files: Mapping[str, bytes], wanted: str | None) -> str:
+    """``wanted``, or the only cluster with Kueue objects; a UsageError names the choices."""
+    clusters = clusters_in(files)
+    cluster = wanted or (clusters[0] if len(clusters) == 1 else None)
+    if cluster is None:
+        raise UsageError(f"pick a cluster (rendered Kueue objects for: {', '.join(clusters) or 'none'})")
+    if cluster not in clusters:
+        raise UsageError(f"no Kueue objects rendered for cluster {cluster!r} (have: {', '.join(clusters)})")
+    return cluster
 
+
+def report_of(files: Mapping[str, bytes], cluster: str, run: Run) -> Report:
+    """Replay ``run`` against one side's objects (TraceError / ObjectsError propagate)."""
+    setup = load_setup(files, cluster)
+    jobs, _, _ = read_trace(run.trace, setup, TeamMapping.load(run.mapping))
+    compress(jobs, run.load)
+    return summarize(replay(Cluster.of(setup), jobs, run.checkpoint), jobs, baselines=False)
+
+
+def simulate_pair(opts: Options, ref: str, head_files: Mapping[str, bytes], run: Run) -> Pair:
+    """Head and base reports for the same trace; a base that cannot be had is a note, not an error."""
+    cluster = pick_cluster(head_files, run.cluster)
+    head = report_of(head_files, cluster, run)
+    files, note = base_files(opts, ref)
+    base = None
+    if files is not None and cluster not in clusters_in(files):
+        note = f"cluster {cluster} has no Kueue objects at {ref}"
+    elif files is not None:
+        try:
+            base = report_of(files, cluster, run)
+        except (TraceError, ObjectsError) as exc:  # the base side's problems are a note, not an error
+            note = f"the trace does not map onto {ref}'s queues ({str(exc).splitlines()[0]})"
+    return Pair(ref, cluster, head, base, note)
+
+
+# --- rendering -----------------------------------------------------------------------------
 
 Row = tuple[str, TeamStats | None, TeamStats | None]
 
 
-def _rows(base: Report | None, head: Report) -> list[Row]:
-    old = {t.team: t for t in base.teams} if base else {}
-    new = {t.team: t for t in head.teams}
-    return [(name, old.get(name), new.get(name)) for name in sorted(set(old) | set(new))]
+def _rows(pair: Pair) -> list[Row]:
+    """Every team of either side, the largest change of p95 wait first (then by name)."""
+    old = {t.team: t for t in pair.base.teams} if pair.base else {}
+    new = {t.team: t for t in pair.head.teams}
+
+    def change(r: Row) -> tuple[float, str]:
+        o, n = r[1], r[2]
+        if o is None or n is None:
+            return (-float("inf"), r[0])  # added and removed teams first
+        return (-abs(n.wait_p95_h - o.wait_p95_h), r[0])
+
+    return sorted(((name, old.get(name), new.get(name)) for name in set(old) | set(new)), key=change)
 
 
-HEAD = ["team", "wait p50 h", "wait p95 h", "wait max h", "GPU-h", "borrowed GPU-h", "preempted", "never fit"]
+def _d(new: float, old: float, digits: int) -> str:
+    delta = new - old
+    return f"{new:,.{digits}f} ({'+' if delta >= 0 else ''}{delta:,.{digits}f})"
 
 
-def _cells(name: str, o: TeamStats | None, n: TeamStats | None) -> list[str]:
+HEAD = ["team", "jobs", "wait p50 h", "wait p95 h", "wait max h", "preempted", "borrowed GPU-h", "GPU-h",
+        "never fit"]
+
+
+def _cells(o: TeamStats | None, n: TeamStats | None) -> list[str]:
     if n is None:
-        return [name, "(removed)"] + [""] * (len(HEAD) - 2)
+        return ["(removed)"] + [""] * (len(HEAD) - 2)
     if o is None:
-        return [f"{name} (new)", f"{n.wait_p50_h:.2f}", f"{n.wait_p95_h:.2f}", f"{n.wait_max_h:.1f}",
-                f"{n.gpu_hours:,.0f}", f"{n.borrowed_gpu_hours:,.0f}", str(n.preemptions_suffered), str(n.never_fit)]
-    return [name, _d(n.wait_p50_h, o.wait_p50_h), _d(n.wait_p95_h, o.wait_p95_h), _d(n.wait_max_h, o.wait_max_h, 1),
-            _d(n.gpu_hours, o.gpu_hours, 0), _d(n.borrowed_gpu_hours, o.borrowed_gpu_hours, 0),
-            _d(n.preemptions_suffered, o.preemptions_suffered, 0), _d(n.never_fit, o.never_fit, 0)]
+        return [str(n.jobs), f"{n.wait_p50_h:.2f}", f"{n.wait_p95_h:.2f}", f"{n.wait_max_h:.1f}",
+                str(n.preemptions_suffered), f"{n.borrowed_gpu_hours:,.0f}", f"{n.gpu_hours:,.0f}", str(n.never_fit)]
+    return [_d(n.jobs, o.jobs, 0), _d(n.wait_p50_h, o.wait_p50_h, 2), _d(n.wait_p95_h, o.wait_p95_h, 2),
+            _d(n.wait_max_h, o.wait_max_h, 1), _d(n.preemptions_suffered, o.preemptions_suffered, 0),
+            _d(n.borrowed_gpu_hours, o.borrowed_gpu_hours, 0), _d(n.gpu_hours, o.gpu_hours, 0),
+            _d(n.never_fit, o.never_fit, 0)]
 
 
-def render_markdown(ref: str, base: Report | None, head: Report, note: str) -> str:
-    lines = [f"### gpupolicy simulate: {head.cluster}, {ref} → working tree", ""]
-    if note:
-        lines += [f"_{note}: only the working tree is shown._", ""]
-    lines += [f"{head.jobs} jobs; utilisation {head.utilisation:.1%}"
-              + (f" (base {base.utilisation:.1%})" if base else ""), ""]
+def _new(o: TeamStats | None, n: TeamStats | None) -> str:
+    return " (new)" if o is None and n is not None else ""
+
+
+def _cluster_line(pair: Pair) -> str:
+    h, b = pair.head, pair.base
+    line = (f"{h.jobs:,} jobs over {h.span_h:,.0f} h; utilisation {h.utilisation:.1%}, idle {h.idle_gpu_hours:,.0f} "
+            f"GPU-h, stranded {h.stranded_gpu_hours:,.0f} GPU-h")
+    if b is not None:
+        line += (f" (base: {b.utilisation:.1%}, idle {b.idle_gpu_hours:,.0f}, stranded "
+                 f"{b.stranded_gpu_hours:,.0f})")
+    return line
+
+
+def render_markdown(pair: Pair) -> str:
+    ref = escape.md_code(pair.ref)
+    lines = [f"### gpupolicy simulate: {escape.md_name(pair.cluster)}, {ref} → working tree", ""]
+    if pair.note:
+        lines += [f"_{escape.md_text(pair.note)}: only the working tree is shown._", ""]
+    lines += [_cluster_line(pair), ""]
+    rows = _rows(pair)
+    shown = rows[:TABLE_ROWS]
     lines.append("| " + " | ".join(HEAD) + " |")
     lines.append("|" + "---|" * len(HEAD))
-    lines += ["| " + " | ".join(_cells(*r)) + " |" for r in _rows(base, head)]
-    rows = [r for r in _rows(base, head) if r[2] is not None]
-    if rows:
-        lines += ["", "```mermaid", "xychart-beta", f'  title "p95 wait (h): {ref} (bar) vs working tree (line)"',
-                  "  x-axis [" + ", ".join(f'"{r[0]}"' for r in rows) + "]", '  y-axis "hours"',
-                  "  bar [" + ", ".join(f"{r[1].wait_p95_h:.2f}" if r[1] else "0" for r in rows) + "]",
-                  "  line [" + ", ".join(f"{r[2].wait_p95_h:.2f}" for r in rows if r[2]) + "]", "```"]
+    lines += ["| " + " | ".join([escape.md_name(name, table=True) + _new(o, n), *_cells(o, n)]) + " |"
+              for name, o, n in shown]
+    if len(rows) > len(shown):
+        lines += ["", f"{len(rows) - len(shown)} more team(s) with smaller changes of p95 wait are left out "
+                      f"(`--format json` has them all)."]
+    charted = [r for r in shown if r[2] is not None][:CHART_TEAMS]
+    if charted:
+        title = escape.mermaid(f"p95 wait (h): {pair.ref} (bar) vs working tree (line)")
+        lines += ["", "```mermaid", "xychart-beta", f'  title "{title}"',
+                  "  x-axis [" + ", ".join(f'"{escape.mermaid(name)}"' for name, _, _ in charted) + "]",
+                  '  y-axis "hours"',
+                  "  bar [" + ", ".join(f"{o.wait_p95_h:.2f}" if o else "0" for _, o, _ in charted) + "]",
+                  "  line [" + ", ".join(f"{n.wait_p95_h:.2f}" for _, _, n in charted if n) + "]", "```"]
+        left = len([r for r in rows if r[2] is not None]) - len(charted)
+        if left > 0:
+            lines.append(f"The chart shows the {len(charted)} teams whose p95 wait changed most; {left} more left out.")
     return "\n".join(lines) + "\n"
 
 
-def render_text(ref: str, base: Report | None, head: Report, note: str) -> str:
-    rows = [HEAD] + [_cells(*r) for r in _rows(base, head)]
+def render_text(pair: Pair) -> str:
+    rows = [HEAD] + [[escape.text(name) + _new(o, n), *_cells(o, n)] for name, o, n in _rows(pair)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEAD))]
-    out = [f"cluster {head.cluster}: {ref} -> working tree, {head.jobs} jobs" + (f" ({note})" if note else "")]
+    out = [escape.text(f"cluster {pair.cluster}: {pair.ref} -> working tree" + (f" ({pair.note})" if pair.note else "")),
+           _cluster_line(pair)]
     out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     return "\n".join(out) + "\n"
 
 
-def render_json(ref: str, base: Report | None, head: Report, note: str) -> str:
-    return json.dumps({"base": ref, "note": note, "head_report": head.as_json(),
-                       "base_report": base.as_json() if base else None}, indent=2, sort_keys=True) + "\n"
+def as_json(pair: Pair) -> dict[str, Any]:
+    return {"base": pair.ref, "cluster": pair.cluster, "note": pair.note, "head_report": pair.head.as_json(),
+            "base_report": pair.base.as_json() if pair.base else None}
 
 
-RENDERERS = {"markdown": render_markdown, "text": render_text, "json": render_json}
+def render_json(pair: Pair) -> str:
+    return json.dumps(as_json(pair), indent=2, sort_keys=True) + "\n"
+
+
+RENDERERS: dict[str, Callable[[Pair], str]] = {"markdown": render_markdown, "text": render_text, "json": render_json}
+
+
+def diff_with_simulation(opts: Options, ns: argparse.Namespace,
+                         diff_command: Callable[[Options, argparse.Namespace], int]) -> int:
+    """``gpupolicy diff --simulate TRACE``: the diff report, then the per-team simulation deltas
+    (markdown and text appended; JSON under the key ``simulate``)."""
+    if ns.simulate_load <= 0:
+        raise UsageError(f"--simulate-load must be > 0, got {ns.simulate_load}")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = diff_command(opts, ns)
+    diff_out = buf.getvalue()
+    if rc != EXIT_OK:
+        print(diff_out, end="")
+        return rc
+    from compiler.tools.simulate.command import head_files, print_problems
+
+    files = head_files(opts)
+    if files is None:
+        return 1
+    run = Run(Path(ns.simulate), ns.simulate_cluster, ns.simulate_load, ns.simulate_mapping)
+    pair = simulate_pair_or_problems(opts, ns.base, files, run, print_problems)
+    if pair is None:
+        return 1
+    fmt = ns.format or "markdown"
+    if fmt == "json":
+        data = json.loads(diff_out)
+        data["simulate"] = as_json(pair)
+        print(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        print(diff_out.rstrip("\n") + "\n\n" + RENDERERS[fmt](pair), end="")
+    return EXIT_OK
+
+
+def simulate_pair_or_problems(opts: Options, ref: str, files: Mapping[str, bytes], run: Run,
+                              report: Callable[[Exception], None]) -> Pair | None:
+    try:
+        return simulate_pair(opts, ref, files, run)
+    except (TraceError, ObjectsError) as exc:
+        report(exc)
+        return None

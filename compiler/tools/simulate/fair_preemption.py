@@ -198,6 +198,7 @@ def fair_preemptions(ctx: Context) -> list[Target]:
     cands = fair_candidates(ctx)
     if not cands or not enough(ctx, cands):
         return []
+    ctx.cl.drs_reads += 1  # what follows compares shares: the result depends on them
     cands.sort(key=candidate_order(ctx.wl.cq))
     add_all(ctx.cq, ctx.usage)
     fits, targets, retry = _first(ctx, cands, ctx.cl.strategies[0])

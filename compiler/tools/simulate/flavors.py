@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from compiler.tools.simulate.bounds import no_targets
 from compiler.tools.simulate.cluster import Cluster, Workload
 from compiler.tools.simulate.objects import FR, ResourceGroup
 from compiler.tools.simulate.preemption import Target, get_targets
@@ -39,12 +40,19 @@ class Assignment:
     reasons: list[str] = field(default_factory=list)
     never_fits: bool = False  # above what the ClusterQueue could ever get
     oracle: dict[tuple[FR, int], list[Target]] = field(default_factory=dict)  # SimulatePreemption results
+    representative: str | None = None  # final_mode's cache
 
     def mode(self) -> str:
         """RepresentativeMode: the worst over resources (Fit, Preempt or NoFit)."""
         if not self.modes:
             return "NoFit" if self.never_fits else "Fit"
         return MODE_NAMES[min(self.modes.values())]
+
+    def final_mode(self) -> str:
+        """``mode()`` of a finished assignment, computed once (the replay asks it many times)."""
+        if self.representative is None:
+            self.representative = self.mode()
+        return self.representative
 
     def usage(self, wl: Workload) -> dict[FR, int]:
         return {(self.flavors[r], r): v for r, v in wl.requests.items() if r in self.flavors}
@@ -82,6 +90,9 @@ def _simulate_preemption(cl: Cluster, wl: Workload, fr: FR, val: int, out: Assig
     """SimulatePreemption: (mode, borrowing level after the preemptions). The targets are kept:
     for a one-resource workload they are what GetTargets returns for the whole assignment."""
     node = cl.node(wl.cq)
+    if cl.fast and no_targets(cl, wl, {fr}, {fr: val}):
+        out.oracle[(fr, val)] = []
+        return NO_CANDIDATES, lowest_subtree_that_fits(node, fr, val)[0]
     targets = out.oracle[(fr, val)] = get_targets(cl, wl, {fr}, {fr: val})
     if not targets:
         return NO_CANDIDATES, lowest_subtree_that_fits(node, fr, val)[0]

@@ -6,6 +6,14 @@ kueue.x-k8s.io/v1beta2 (kubernetes-sigs/kueue v0.19.2, apis/kueue/v1beta2/*_type
 Configuration (fair sharing on or off, its preemption strategies) is read from the Kueue chart's
 ArgoCD Application (``helm.valuesObject.managerConfig.controllerManagerConfigYaml``).
 
+A job without a priority: Kueue v0.19.2 would give it 0 (no ``kueue.x-k8s.io/priority-class``
+label, no pod PriorityClass: ``pkg/util/priority/priority.go``; defaulting a WorkloadPriorityClass
+needs the alpha gate ``WorkloadPriorityClassDefaulting``, off, and a LocalQueue has no default
+priority: ``apis/kueue/v1beta2/localqueue_types.go``). But gpupolicy's admission rejects a GPU job
+without a tier and names the team's default, the Namespace label ``gpupolicy.dev/priority``
+(``compiler.lower.admission_priority``), so such a job runs at that tier once resubmitted: the
+simulator reads the label from the rendered Namespaces and gives untiered trace rows that tier.
+
 Quantities are held as integers in thousandths of a unit (``1`` -> 1000, ``500m`` -> 500), so CPU
 and GPU counts compare exactly.
 """
@@ -20,6 +28,7 @@ from typing import Any, Mapping
 import yaml
 
 from compiler.cel.quantity import QuantityError, parse_quantity
+from compiler.policy.labels import LABEL_DEFAULT_PRIORITY
 
 FR = tuple[str, str]  # (flavor, resource)
 SCALE = 1000
@@ -88,6 +97,17 @@ class KueueSetup:
     fair_sharing: bool = False
     strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
     excluded_prefixes: tuple[str, ...] = ()
+    default_tiers: dict[str, str] = field(default_factory=dict)  # namespace -> its team's default tier
+
+    def default_tier(self, cq: str, namespace: str = "") -> str:
+        """The tier a job without one would carry: its namespace's ``gpupolicy.dev/priority``, else
+        that of the first namespace with a LocalQueue to ``cq`` ("" when none is rendered)."""
+        if namespace in self.default_tiers:
+            return self.default_tiers[namespace]
+        for (ns, _), q in sorted(self.local_queues.items()):
+            if q == cq and ns in self.default_tiers:
+                return self.default_tiers[ns]
+        return ""
 
     def resource_of_flavor(self, cq: str, flavor: str) -> list[str]:
         spec = self.queues[cq]
@@ -177,6 +197,8 @@ def add_object(setup: KueueSetup, obj: Mapping[str, Any]) -> None:
         setup.local_queues[(str(meta.get("namespace", "")), str(meta["name"]))] = str(obj["spec"]["clusterQueue"])
     elif kind == "WorkloadPriorityClass":
         setup.priorities[str(meta["name"])] = int(obj["value"])
+    elif kind == "Namespace" and (meta.get("labels") or {}).get(LABEL_DEFAULT_PRIORITY):
+        setup.default_tiers[str(meta["name"])] = str(meta["labels"][LABEL_DEFAULT_PRIORITY])
     elif kind == "Application" and str(meta.get("name", "")).endswith("-kueue-chart"):
         _manager_config(setup, obj)
 
@@ -186,12 +208,14 @@ def clusters_in(files: Mapping[str, bytes]) -> list[str]:
 
 
 def load_setup(files: Mapping[str, bytes], cluster: str) -> KueueSetup:
-    """The Kueue objects of ``cluster`` from out/-relative files (``<cluster>/kueue/*.yaml`` and
-    the ``argocd/<cluster>/`` Kueue chart Application)."""
+    """The Kueue objects of ``cluster`` from out/-relative files (``<cluster>/kueue/*.yaml``, the
+    ``argocd/<cluster>/`` Kueue chart Application, and the team default tiers of
+    ``<cluster>/namespaces/``)."""
     setup = KueueSetup(cluster)
     for path in sorted(files):
         parts = path.split("/")
-        ours = parts[:2] == [cluster, "kueue"] or (parts[:2] == ["argocd", cluster] and "kueue-chart" in path)
+        ours = parts[:2] in ([cluster, "kueue"], [cluster, "namespaces"]) or (
+            parts[:2] == ["argocd", cluster] and "kueue-chart" in path)
         if not ours or not path.endswith(".yaml"):
             continue
         try:

@@ -23,7 +23,7 @@ from compiler.tools.simulate.objects import FR, KueueSetup, Quota
 
 class Node:
     __slots__ = ("name", "is_cq", "parent", "child_cohorts", "child_cqs", "quotas", "subtree", "usage",
-                 "weight", "lendable", "drs_cache")
+                 "weight", "lendable", "drs_cache", "static")
 
     def __init__(self, name: str, is_cq: bool, quotas: dict[FR, Quota], weight: float) -> None:
         self.name = name
@@ -37,6 +37,7 @@ class Node:
         self.weight = weight
         self.lendable: dict[str, int] = {}  # per resource name, from the parent (fair sharing)
         self.drs_cache: tuple[int, DRS] | None = None  # (usage version, share)
+        self.static: dict[object, int] = {}  # results that depend on quotas only (potential, height)
 
     def __repr__(self) -> str:
         return f"{'CQ' if self.is_cq else 'Cohort'}({self.name})"
@@ -89,26 +90,49 @@ def available(n: Node, fr: FR) -> int:
     return local_available(n, fr) + parent_av
 
 
+_CACHE: dict[tuple[object, ...], int] = {}  # results that hold while the usage version stands still
+_CACHED_AT = [-1]
+
+
+def _cached() -> dict[tuple[object, ...], int]:
+    if _CACHED_AT[0] != VERSION[0]:
+        _CACHE.clear()
+        _CACHED_AT[0] = VERSION[0]
+    return _CACHE
+
+
 def cq_available(n: Node, fr: FR) -> int:
-    return max(0, available(n, fr))
+    cache = _cached()
+    key = (n, fr)
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = max(0, available(n, fr))
+    return hit
 
 
 def potential_available(n: Node, fr: FR) -> int:
     """What ``n`` could use of ``fr`` if the whole tree were idle."""
+    hit = n.static.get(fr)
+    if hit is None:
+        hit = n.static[fr] = _potential_available(n, fr)
+    return hit
+
+
+def _potential_available(n: Node, fr: FR) -> int:
     if n.parent is None:
         return n.subtree.get(fr, 0)
-    avail = local_quota(n, fr) + potential_available(n.parent, fr)
+    avail = local_quota(n, fr) + _potential_available(n.parent, fr)
     q = n.quotas.get(fr)
     if q is not None and q.borrowing_limit is not None:
         avail = min(n.subtree.get(fr, 0) + q.borrowing_limit, avail)
     return avail
 
 
-_VERSION = [0]  # bumped on every usage change: cached shares are valid while it stands still
+VERSION = [0]  # bumped on every usage change: cached results are valid while it stands still
 
 
 def add_usage(n: Node, fr: FR, val: int) -> None:
-    _VERSION[0] += 1
+    VERSION[0] += 1
     la = local_available(n, fr)
     n.usage[fr] = n.usage.get(fr, 0) + val
     if n.parent is not None and val > la:
@@ -116,7 +140,7 @@ def add_usage(n: Node, fr: FR, val: int) -> None:
 
 
 def remove_usage(n: Node, fr: FR, val: int) -> None:
-    _VERSION[0] += 1
+    VERSION[0] += 1
     stored_in_parent = n.usage.get(fr, 0) - local_quota(n, fr)
     n.usage[fr] = n.usage.get(fr, 0) - val
     if stored_in_parent <= 0 or n.parent is None:
@@ -159,6 +183,16 @@ def lowest_subtree_that_fits(cq: Node, fr: FR, val: int) -> tuple[int, bool]:
     """FindHeightOfLowestSubtreeThatFits (pkg/scheduler/preemption/classical/
     hierarchical_preemption.go): the borrowing level of a request, and whether a subtree smaller
     than the whole tree would hold it."""
+    cache = _cached()
+    key = (cq, fr, val, "lowest")
+    hit = cache.get(key)
+    if hit is None:
+        height, smaller = _lowest_subtree_that_fits(cq, fr, val)
+        hit = cache[key] = height * 2 + smaller
+    return hit // 2, bool(hit % 2)
+
+
+def _lowest_subtree_that_fits(cq: Node, fr: FR, val: int) -> tuple[int, bool]:
     if not borrowing_with(cq, fr, val) or cq.parent is None:
         return 0, cq.parent is not None
     remaining = val - local_available(cq, fr)
@@ -170,6 +204,13 @@ def lowest_subtree_that_fits(cq: Node, fr: FR, val: int) -> tuple[int, bool]:
 
 
 def node_height(n: Node) -> int:
+    hit = n.static.get("height")
+    if hit is None:
+        hit = n.static["height"] = _node_height(n)
+    return hit
+
+
+def _node_height(n: Node) -> int:
     h = min(len(n.child_cohorts) + len(n.child_cqs), 1)
     for c in n.child_cohorts:
         h = max(h, node_height(c) + 1)
@@ -216,7 +257,7 @@ def drs(n: Node, extra: dict[FR, int] | None = None) -> DRS:
         return DRS(n.weight)
     if not extra:
         cached = n.drs_cache
-        if cached is not None and cached[0] == _VERSION[0]:
+        if cached is not None and cached[0] == VERSION[0]:
             return cached[1]
         items = n.usage
     else:
@@ -243,7 +284,7 @@ def drs(n: Node, extra: dict[FR, int] | None = None) -> DRS:
                     ratio = r
         out = DRS(n.weight, ratio, True, tuple(frs))
     if not extra:
-        n.drs_cache = (_VERSION[0], out)
+        n.drs_cache = (VERSION[0], out)
     return out
 
 

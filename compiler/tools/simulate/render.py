@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from compiler import escape
 from compiler.tools.simulate.replay import Track
 from compiler.tools.simulate.report import H, Report
 
@@ -34,20 +35,21 @@ def _summary(rep: Report) -> list[str]:
             f"{'on' if rep.fair_sharing else 'off'}; {rep.cycles} scheduling cycles",
             f"capacity (all nominal quota): {cap}",
             f"utilisation {rep.utilisation:.1%}: {rep.used_gpu_hours:,.0f} GPU-h used, "
-            f"{rep.idle_gpu_hours:,.0f} GPU-h idle"]
+            f"{rep.idle_gpu_hours:,.0f} GPU-h idle, {rep.stranded_gpu_hours:,.0f} of them stranded "
+            f"(idle while a job that fits them waits on quota)"]
 
 
 def render_text(rep: Report) -> str:
-    lines = _summary(rep) + [""]
-    rows = [HEAD] + _rows(rep)
+    lines = [escape.text(s) for s in _summary(rep)] + [""]
+    rows = [HEAD] + [[escape.text(r[0]), *r[1:]] for r in _rows(rep)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEAD))]
     for r in rows:
         lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
     lines.append("")
     for t in rep.teams:
         if t.causes:
-            lines.append(f"why {t.team} waited (job-hours):")
-            lines += [f"  {h:>10,.1f}  {c}" for c, h in t.causes[:TOP_CAUSES]]
+            lines.append(f"why {escape.text(t.team)} waited (job-hours):")
+            lines += [f"  {h:>10,.1f}  {escape.text(c)}" for c, h in t.causes[:TOP_CAUSES]]
     if rep.baselines:
         lines.append("")
         lines.append("baselines (all teams): " + "; ".join(
@@ -56,24 +58,25 @@ def render_text(rep: Report) -> str:
     if rep.never_fit:
         lines.append("")
         lines.append(f"{len(rep.never_fit)} job(s) can never fit, e.g.:")
-        lines += [f"  {j}: {why}" for j, why in rep.never_fit[:5]]
-    lines += [f"warning: {s}" for s in rep.stalled[:5]]
+        lines += [f"  {escape.text(j)}: {escape.text(why)}" for j, why in rep.never_fit[:5]]
+    lines += [f"warning: {escape.text(s)}" for s in rep.stalled[:5]]
     return "\n".join(lines) + "\n"
 
 
 def render_markdown(rep: Report) -> str:
-    lines = [f"### gpupolicy simulate: {rep.cluster}", ""] + [f"- {s}" for s in _summary(rep)] + [""]
+    lines = [f"### gpupolicy simulate: {escape.md_name(rep.cluster)}", ""]
+    lines += [f"- {escape.md_text(s)}" for s in _summary(rep)] + [""]
     lines.append("| " + " | ".join(HEAD) + " |")
     lines.append("|" + "---|" * len(HEAD))
-    lines += ["| " + " | ".join(r) + " |" for r in _rows(rep)]
+    lines += ["| " + " | ".join([escape.md_name(r[0], table=True), *r[1:]]) + " |" for r in _rows(rep)]
     lines.append("")
     for t in rep.teams:
         if t.causes:
-            lines.append(f"**Why {t.team} waited** (job-hours): " + "; ".join(
-                f"{c} ({h:,.1f})" for c, h in t.causes[:TOP_CAUSES]))
+            lines.append(f"**Why {escape.md_name(t.team)} waited** (job-hours): " + "; ".join(
+                f"{escape.md_text(c)} ({h:,.1f})" for c, h in t.causes[:TOP_CAUSES]))
             lines.append("")
     if rep.teams:
-        names = ", ".join(f'"{t.team}"' for t in rep.teams)
+        names = ", ".join(f'"{escape.mermaid(t.team)}"' for t in rep.teams)
         lines += ["```mermaid", "xychart-beta", '  title "p95 wait (h): policy vs static partition"',
                   f"  x-axis [{names}]", '  y-axis "hours"',
                   "  bar [" + ", ".join(f"{t.wait_p95_h:.2f}" for t in rep.teams) + "]"]
@@ -81,12 +84,33 @@ def render_markdown(rep: Report) -> str:
             lines.append("  line [" + ", ".join(f"{t.static_wait_p95_h:.2f}" for t in rep.teams) + "]")
         lines += ["```", ""]
     if rep.never_fit:
-        lines.append(f"{len(rep.never_fit)} job(s) can never fit, e.g. `{rep.never_fit[0][0]}`: {rep.never_fit[0][1]}")
+        lines.append(f"{len(rep.never_fit)} job(s) can never fit, e.g. {escape.md_code(rep.never_fit[0][0])}: "
+                     f"{escape.md_text(rep.never_fit[0][1])}")
     return "\n".join(lines) + "\n"
 
 
 def render_json(rep: Report) -> str:
     return json.dumps(rep.as_json(), indent=2, sort_keys=True) + "\n"
+
+
+def explain_job_json(tr: Track) -> str:
+    """``--explain JOB --format json``: the same story as ``explain_job``, as one document."""
+    j = tr.job
+    doc = {
+        "job": j.name, "where": j.where, "team": j.team, "clusterQueue": j.cq,
+        "requests": {r: v / 1000 for r, v in sorted(j.requests.items())},
+        "priority": j.priority, "priorityClass": j.priority_class or None,
+        "submitSeconds": j.submit, "durationSeconds": j.duration,
+        "neverFits": tr.never_fits or None,
+        "firstAdmitSeconds": tr.first_admit if tr.first_admit >= 0 else None,
+        "finishSeconds": tr.finish if tr.finish >= 0 else None,
+        "flavors": dict(sorted(tr.flavors.items())),
+        "waitHours": tr.wait / H,
+        "waitCauses": [{"cause": c, "hours": v / H} for c, v in sorted(tr.causes.items(), key=lambda x: -x[1])],
+        "preemptedBy": [{"atSeconds": t, "by": who, "reason": why} for t, who, why in tr.preempted_by],
+        "preemptionsCaused": tr.caused,
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
 def explain_job(tr: Track) -> str:
@@ -109,4 +133,4 @@ def explain_job(tr: Track) -> str:
         lines.append(f"  preempted at t={t:,.0f}s by {who} ({why}); restarted")
     if tr.caused:
         lines.append(f"  its admission preempted {tr.caused} workload(s)")
-    return "\n".join(lines) + "\n"
+    return "\n".join(escape.text(line) for line in lines) + "\n"

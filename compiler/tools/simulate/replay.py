@@ -7,8 +7,12 @@ v0.19.2). A head that cannot be admitted (no fit, or preemption without candidat
 the inadmissible list with every queued workload of the same shape and priority (the scheduling
 equivalence hash, on by default since v0.18) under ``BestEffortFIFO``; under ``StrictFIFO`` it
 stays the head and blocks its queue. Inadmissible workloads return to the queue when quota is
-released anywhere in their cohort tree (QueueInadmissibleWorkloads); a StrictFIFO queue also
-retries when a new workload arrives in it.
+released anywhere in their cohort tree (a finished or evicted workload calls
+``QueueAssociatedInadmissibleWorkloadsAfter``, pkg/controller/core/workload_controller.go, which
+requeues the whole root cohort's inadmissible workloads, pkg/cache/queue/inadmissible_workloads.go;
+Kueue batches that requeue by one second, the replay does it at once); a StrictFIFO queue also
+retries when a new workload arrives in it. Only releases requeue: an admission elsewhere does not
+(the same files), so a parked bucket stays parked until the next release in its tree.
 
 An admitted job runs for its remaining duration. A preempted job goes back to its queue and
 restarts from the beginning, or keeps ``checkpoint`` (0..1) of its progress.
@@ -21,10 +25,11 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Callable
 
-from compiler.tools.simulate.causes import BEHIND, explain_failure
+from compiler.tools.simulate.causes import BEHIND, borrowers, explain_failure
 from compiler.tools.simulate.cluster import Cluster, Workload
 from compiler.tools.simulate.objects import FR
-from compiler.tools.simulate.scheduler import run_cycle
+from compiler.tools.simulate.quota import cq_available
+from compiler.tools.simulate.scheduler import Entry, deps, run_cycle, shape
 
 MAX_IDLE_CYCLES = 50
 MAX_CYCLES_PER_INSTANT = 200_000
@@ -91,6 +96,8 @@ class _Queue:
         self.parked: set[tuple[object, ...]] = set()
         self.times: dict[tuple[object, ...], list[float]] = {}
         self.causes: dict[tuple[object, ...], list[str]] = {}
+        self.top: tuple[tuple[object, ...], str] | None = None  # head()'s answer while ``fresh``
+        self.fresh = False
 
     def note(self, h: tuple[object, ...], now: float, cause: str) -> None:
         times, causes = self.times.setdefault(h, []), self.causes.setdefault(h, [])
@@ -121,18 +128,23 @@ class _Queue:
         """Queue a workload; under BestEffortFIFO one whose equivalence class is inadmissible
         stays inadmissible with it (cluster_queue.go). Returns its bucket's cause then."""
         heapq.heappush(self.heaps.setdefault(h, []), (-wl.priority, wl.created, wl.key))
+        self.fresh = False
         return self.causes[h][-1] if h in self.parked and not self.strict and self.causes.get(h) else ""
 
     def head(self) -> tuple[tuple[object, ...], str] | None:
+        if self.fresh:
+            return self.top
         best: tuple[int, float, str] | None = None
         best_h: tuple[object, ...] = ()
         for h, heap in self.heaps.items():
             if heap and h not in self.parked and (best is None or heap[0] < best):
                 best, best_h = heap[0], h
-        return None if best is None else (best_h, best[2])
+        self.top, self.fresh = None if best is None else (best_h, best[2]), True
+        return self.top
 
     def pop(self, h: tuple[object, ...]) -> None:
         heapq.heappop(self.heaps[h])
+        self.fresh = False
         if not self.heaps[h]:  # nobody left to charge: the bucket's history can go
             del self.heaps[h]
             self.parked.discard(h)
@@ -140,13 +152,16 @@ class _Queue:
             self.causes.pop(h, None)
 
     def park(self, h: tuple[object, ...]) -> None:
+        self.fresh = False
         if self.strict:
             self.parked.update(self.heaps)
         else:
             self.parked.add(h)
 
     def unpark(self) -> None:
-        self.parked.clear()
+        if self.parked:
+            self.parked.clear()
+            self.fresh = False
 
     def waiting(self) -> list[tuple[tuple[object, ...], str]]:
         return [(h, key) for h, heap in self.heaps.items() for _, _, key in heap]
@@ -176,6 +191,32 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
     done = 0
     wakeups = 0
 
+    explained: dict[tuple[object, ...], str] = {}
+
+    def explain(e: Entry) -> str:
+        """Why a failed entry waits: a function of its shape, its assignment and, per
+        flavor-resource it could get, the unused quota, its own usage and who borrows
+        (``causes.explain_failure``), so memoised on those, and on the usage versions that
+        determine them (the reference mode recomputes it)."""
+        if not cl.fast:
+            return explain_failure(cl, e.wl, e.usage, e.assignment.reasons)
+        quick = (shape(cl, e.wl), deps(cl, e.wl), tuple(e.usage.items()), tuple(e.assignment.reasons[:1]))
+        hit = explained.get(quick)
+        if hit is not None:
+            return hit
+        node = cl.node(e.wl.cq)
+        root = node.root()
+        state = tuple((cq_available(node, fr), node.usage.get(fr, 0), borrowers(root, fr, e.wl.cq))
+                      for _, fr in cl.dep_keys[shape(cl, e.wl)])
+        key = (shape(cl, e.wl), state, tuple(e.usage.items()), tuple(e.assignment.reasons[:1]))
+        hit = explained.get(key)
+        if hit is None:
+            if len(explained) > 100_000:
+                explained.clear()
+            hit = explained[key] = explain_failure(cl, e.wl, e.usage, e.assignment.reasons)
+        explained[quick] = hit
+        return hit
+
     def release(tr: Track, now: float) -> None:
         for fr, v in tr.wl.usage.items():
             log.append((now, tr.wl.cq, fr, -v))
@@ -199,7 +240,7 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                 done += 1
                 if observe is not None:
                     observe(now, cl)
-                if progress is not None and done % 2000 == 0:
+                if progress is not None and (done % 250 == 0 or done == len(jobs)):
                     progress(done, len(jobs))
             else:
                 q = queues[tr.wl.cq]
@@ -255,7 +296,7 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                         victim.prefix = f"preempted by {e.wl.cq} ({t.reason})"
                         evicted.append(victim)  # requeued once this instant is over (its pods terminate)
                 elif e.status in ("nofit", "no-candidates"):
-                    cause = explain_failure(cl, e.wl, e.usage, e.assignment.reasons)
+                    cause = explain(e)
                     if e.assignment.never_fits:
                         tr.never_fits = cause
                         queues[name].pop(h)

@@ -11,7 +11,14 @@ share), summed over a team's classes. Definitions:
   their unused lendable guarantee (Cohort pools take their share); an approximation, since Kueue
   does not record whose quota a borrower uses;
 - utilisation: GPU-hours used / (capacity × span), capacity = every nominal quota of the cluster
-  (guarantees plus Cohort pools), which gpupolicy keeps equal to the hardware.
+  (guarantees plus Cohort pools), which gpupolicy keeps equal to the hardware;
+- idle GPU-hours: capacity × span − GPU-hours used;
+- stranded GPU-hours: per GPU resource (a class's ``gpupolicy.dev/<class>``), the time-integral
+  of min(idle units of that resource, total request of the waiting jobs of that resource whose
+  request is at most the idle units): GPUs left idle while a job that would fit in them waits, so
+  what holds it back is quota (a guarantee not lent, a borrowing or lending limit), not capacity.
+  Jobs that can never fit are not waiting work; a waiting job larger than the idle units is held
+  back by capacity and not counted.
 
 Baselines on the same trace: *static partition* (every team only its guarantee, no cohort) and
 *first apply wins* (no queues: one pool of the whole capacity, first come first served, no
@@ -77,6 +84,8 @@ class Report:
     cycles: int
     stalled: list[str]
     baselines: dict[str, dict[str, float]] = field(default_factory=dict)
+    stranded_gpu_hours: float = 0.0
+    stranded_by_resource: dict[str, float] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,6 +143,56 @@ def _integrals(out: Outcome, span_start: float) -> tuple[dict[str, float], dict[
         t_prev = t
         i += 1
     return g_used, borrowed, lent
+
+
+def _pending(tr: Track, end: float) -> list[tuple[float, float]]:
+    """The periods ``tr`` waited: before its first run, after each eviction, and to the end of the
+    replay if it was never (re)admitted."""
+    out = []
+    since = tr.job.submit
+    for start, stop, _ in tr.runs:
+        if start > since:
+            out.append((since, start))
+        since = stop
+    if tr.finish < 0 and end > since:
+        out.append((since, end))
+    return out
+
+
+def stranded(out: Outcome, capacity: dict[str, int]) -> dict[str, float]:
+    """Stranded GPU-seconds (in thousandths) per resource, as the module docstring defines them:
+    a sweep over usage changes and waiting periods."""
+    events: list[tuple[float, int, str, int]] = []  # time, kind (0 usage delta, 1 wait +, 2 wait -), resource, amount
+    for t, _, (_, res), delta in out.usage_log:
+        events.append((t, 0, res, delta))
+    for tr in out.tracks:
+        if tr.never_fits or len(tr.job.requests) != 1:
+            continue
+        (res, amount), = tr.job.requests.items()
+        for a, b in _pending(tr, out.end):
+            events.append((a, 1, res, amount))
+            events.append((b, 2, res, amount))
+    events.sort(key=lambda e: (e[0], e[1]))
+    used: dict[str, int] = {}
+    waiting: dict[str, dict[int, int]] = {}  # resource -> request -> count
+    acc = dict.fromkeys(capacity, 0.0)
+    last = events[0][0] if events else 0.0
+    for t, kind, res, amount in events:
+        if t > last:
+            for r, sizes in waiting.items():
+                idle = capacity.get(r, 0) - used.get(r, 0)
+                if idle > 0 and sizes:
+                    held = sum(size * n for size, n in sizes.items() if size <= idle)
+                    acc[r] = acc.get(r, 0.0) + min(idle, held) * (t - last)
+            last = t
+        if kind == 0:
+            used[res] = used.get(res, 0) + amount
+        else:
+            sizes = waiting.setdefault(res, {})
+            sizes[amount] = sizes.get(amount, 0) + (1 if kind == 1 else -1)
+            if not sizes[amount]:
+                del sizes[amount]
+    return acc
 
 
 def _waits(tracks: list[Track]) -> dict[str, list[float]]:
@@ -214,6 +273,11 @@ def summarize(out: Outcome, jobs: list[Job], baselines: bool = True) -> Report:
                  max(0.0, cap_h - used), sorted(teams.values(), key=lambda s: s.team),
                  [(tr.job.name, tr.never_fits) for tr in out.tracks if tr.never_fits], cl.fair_sharing,
                  out.cycles, out.stalled)
+    by_resource: dict[str, int] = {}
+    for (_, res), v in capacity_of(cl.setup).items():
+        by_resource[res] = by_resource.get(res, 0) + v
+    rep.stranded_by_resource = {r: v / SCALE / H for r, v in sorted(stranded(out, by_resource).items())}
+    rep.stranded_gpu_hours = sum(rep.stranded_by_resource.values())
     if baselines:
         _baselines(rep, out, jobs)
     return rep

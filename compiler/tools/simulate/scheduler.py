@@ -13,17 +13,35 @@ fit is checked again (``fits``, with the targets of earlier preemptions removed)
 only a reservation for the cycle (a preemptor's, or quota held for a preemptor without
 candidates) is undone at the end. Preemption victims are evicted at once (Kueue waits for their
 pods to terminate; the replay has no such delay).
+
+Fast path (``Cluster.fast``, off for the reference mode the tests compare against): a nomination
+that failed (no fit, or preemption without targets) is memoised per ClusterQueue and workload
+shape against the versions of what it read (``deps``: the usage of its flavor-resources in its
+tree, and the borrowing in the tree when a search compared shares), and reused while they stand
+still. When at most one entry of a cycle can do anything and no failed entry holds quota for the
+cycle, the processing order cannot matter, so the fair-sharing tournament is skipped.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from compiler.tools.simulate.bounds import no_targets
 from compiler.tools.simulate.cluster import Cluster, Workload
 from compiler.tools.simulate.flavors import Assignment, assign
 from compiler.tools.simulate.objects import FR
 from compiler.tools.simulate.preemption import Target, get_targets
-from compiler.tools.simulate.quota import DRS, Node, add_all, compare_drs, cq_available, drs, remove_all
+from compiler.tools.simulate.quota import (
+    DRS,
+    Node,
+    add_all,
+    compare_drs,
+    cq_available,
+    drs,
+    lowest_subtree_that_fits,
+    remove_all,
+)
 
 
 @dataclass
@@ -35,16 +53,82 @@ class Entry:
     usage: dict[FR, int] = field(default_factory=dict)
 
 
+def shape(cl: Cluster, wl: Workload) -> tuple[Any, ...]:
+    """What a nomination depends on besides the cluster state: the ClusterQueue, requests, node
+    selector and priority (and the creation time under ``LowerOrNewerEqualPriority``). Kept on the
+    workload: none of these change while it waits."""
+    if wl.shape is None:
+        spec = cl.spec(wl.cq)
+        newer = "LowerOrNewerEqualPriority" in (spec.within_cq, spec.reclaim)
+        wl.shape = (wl.cq, tuple(sorted(wl.requests.items())), tuple(sorted(wl.node_selector.items())), wl.priority,
+                    wl.created if newer else None)
+    return wl.shape
+
+
+def deps(cl: Cluster, wl: Workload) -> tuple[int, ...]:
+    """Versions of the usage of every flavor-resource ``wl`` could be assigned, in its tree."""
+    key = shape(cl, wl)
+    frs = cl.dep_keys.get(key)
+    if frs is None:
+        root = cl.roots[wl.cq].name
+        frs = cl.dep_keys[key] = [(root, (f, r)) for g in cl.spec(wl.cq).groups
+                                  for r in g.covered if r in wl.requests for f in g.flavors]
+    version = cl.fr_version
+    return tuple([version.get(k, 0) for k in frs])
+
+
+def _failed(e: Entry) -> bool:
+    mode = e.assignment.final_mode()
+    return mode == "NoFit" or (mode == "Preempt" and not e.targets)
+
+
+def _values(cl: Cluster, wl: Workload) -> tuple[tuple[int, int, bool], ...]:
+    """What flavor assignment reads of the state, per flavor-resource the workload could get: the
+    unused quota and the borrowing level of its request (``flavors._fits_quota``)."""
+    node = cl.node(wl.cq)
+    return tuple((cq_available(node, fr), *lowest_subtree_that_fits(node, fr, wl.requests[fr[1]]))
+                 for _, fr in cl.dep_keys[shape(cl, wl)])
+
+
+def _still_no_targets(cl: Cluster, wl: Workload, a: Assignment, usage: dict[FR, int]) -> bool:
+    """Whether every preemption search the memoised assignment consulted is still bounded empty."""
+    if not all(not targets and no_targets(cl, wl, {fr}, {fr: val}) for (fr, val), targets in a.oracle.items()):
+        return False
+    if a.final_mode() != "Preempt":
+        return True
+    single = next(iter(usage.items())) if len(usage) == 1 else None
+    frs = a.preempt_frs()
+    return (single is not None and frs == {single[0]} and single in a.oracle) or no_targets(cl, wl, frs, usage)
+
+
 def nominate(cl: Cluster, wl: Workload) -> Entry:
+    if cl.fast:
+        key, now = shape(cl, wl), deps(cl, wl)
+        hit = cl.failures.get(key)
+        if hit is not None:
+            (then, borrow), a, values = hit
+            usage = a.usage(wl)
+            if then == now and (borrow is None or borrow == cl.borrow_version.get(cl.roots[wl.cq].name, 0)):
+                return Entry(wl, a, usage=usage)
+            # the usage moved, but maybe not what this assignment read: same numbers, same result
+            reads = cl.drs_reads
+            if values == _values(cl, wl) and _still_no_targets(cl, wl, a, usage):
+                root = cl.roots[wl.cq].name
+                cl.failures[key] = ((now, cl.borrow_version.get(root, 0) if cl.drs_reads != reads else None), a, values)
+                return Entry(wl, a, usage=usage)
+        reads = cl.drs_reads
     a = assign(cl, wl)
     e = Entry(wl, a, usage=a.usage(wl))
-    if a.mode() == "Preempt":
+    if a.final_mode() == "Preempt":
         frs = a.preempt_frs()
         single = next(iter(e.usage.items())) if len(e.usage) == 1 else None
         if single is not None and frs == {single[0]} and single in a.oracle:
             e.targets = a.oracle[single]
-        else:
+        elif not (cl.fast and no_targets(cl, wl, frs, e.usage)):
             e.targets = get_targets(cl, wl, frs, e.usage)
+    if cl.fast and _failed(e):
+        borrow = cl.borrow_version.get(cl.roots[wl.cq].name, 0) if cl.drs_reads != reads else None
+        cl.failures[key] = ((now, borrow), a, _values(cl, wl))
     return e
 
 
@@ -127,7 +211,7 @@ def run_cycle(cl: Cluster, heads: list[Workload], now: float) -> list[Entry]:
     reservations: list[tuple[Node, dict[FR, int]]] = []
 
     def process(e: Entry) -> None:
-        mode = e.assignment.mode()
+        mode = e.assignment.final_mode()
         if mode == "NoFit":
             e.status = "nofit"
             return
@@ -151,7 +235,13 @@ def run_cycle(cl: Cluster, heads: list[Workload], now: float) -> list[Entry]:
         cl.admit(e.wl, e.usage, now)
         e.status = "admitted"
 
-    if cl.fair_sharing:
+    live = [e for e in entries if not _failed(e)]
+    holds = any(_failed(e) and e.assignment.final_mode() == "Preempt" and cl.spec(e.wl.cq).reclaim != "Any"
+                for e in entries)
+    if cl.fast and len(live) <= 1 and not holds:  # the order cannot matter
+        for e in entries:
+            process(e)
+    elif cl.fair_sharing:
         pending = {e.wl.cq: e for e in entries}
         while pending:
             first = pending[min(pending)]

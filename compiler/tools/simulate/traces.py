@@ -9,7 +9,7 @@
 | ``gpus`` | GPUs (units of the class) the job requests (> 0) |
 | ``team`` | the team (= its ClusterQueue); or a trace name mapped by the mapping file |
 | ``class`` | GPU class ID (= ResourceFlavor name); empty = the mapping's or the team's first class |
-| ``priority`` | WorkloadPriorityClass name or an integer; empty = the mapping's ``priority`` or 0 |
+| ``priority`` | WorkloadPriorityClass name or an integer; empty = the mapping's ``priority``, else the team's default tier (its Namespace's ``gpupolicy.dev/priority``, see ``objects``), else 0 |
 | ``namespace`` | optional: the job's namespace; its LocalQueue decides the ClusterQueue |
 | ``name`` | optional job name (default ``job-<line>``) |
 
@@ -92,8 +92,8 @@ class _Builder:
         if len(self.problems) < MAX_ERRORS:
             self.problems.append(f"{where}: {msg}")
 
-    def priority(self, where: str, text: str) -> tuple[int, str]:
-        text = text.strip() or self.mapping.priority
+    def priority(self, where: str, text: str, cq: str, namespace: str = "") -> tuple[int, str]:
+        text = text.strip() or self.mapping.priority or self.setup.default_tier(cq, namespace)
         if not text:
             return 0, ""
         if text in self.setup.priorities:
@@ -140,7 +140,7 @@ class _Builder:
             if not resources:
                 self.fail(where, f"GPU class {cls!r} is in no ClusterQueue on cluster {self.setup.cluster}")
                 return None
-        value, pname = self.priority(where, prio)
+        value, pname = self.priority(where, prio, cq, namespace)
         return Job(name, cq, cq, submit, duration, {resources[0]: int(round(gpus * SCALE))}, value, pname,
                    dict(self.setup.flavors.get(cls, {})), where, gpus)
 

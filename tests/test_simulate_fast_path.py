@@ -1,0 +1,84 @@
+"""The replay's fast path (memoised failures, search bounds, no tournament when order cannot
+matter) gives exactly what the straightforward path gives (``Cluster.fast = False``), on random
+small clusters and traces: same admissions, flavors, preemptions and waiting causes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sim_kueue import cohort, cq, quota, setup
+
+from compiler.tools.simulate.cluster import Cluster
+from compiler.tools.simulate.objects import SCALE
+from compiler.tools.simulate.replay import Job, replay
+
+GPU = "nvidia.com/gpu"
+# the values the API allows (apis/kueue/v1beta2/clusterqueue_types.go at v0.19.2): ``Any`` within a
+# ClusterQueue would let equal jobs preempt each other for ever
+WITHIN = ["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
+RECLAIM = ["Never", "LowerPriority", "Any"]
+
+queue_specs = st.lists(st.tuples(
+    st.integers(0, 6),  # nominal quota on flavor f
+    st.one_of(st.none(), st.integers(0, 6)),  # borrowing limit
+    st.one_of(st.none(), st.integers(0, 6)),  # lending limit
+    st.integers(0, 4),  # nominal quota on flavor g (second flavor of the group; 0 = none)
+    st.sampled_from(WITHIN),  # withinClusterQueue
+    st.sampled_from(RECLAIM),  # reclaimWithinCohort
+    st.sampled_from(["Never", "LowerPriority"]),  # borrowWithinCohort
+    st.integers(0, 3),  # fair sharing weight
+    st.integers(0, 1),  # which sub-cohort
+), min_size=2, max_size=4)
+cluster_specs = st.tuples(queue_specs, st.integers(0, 6), st.booleans(),
+                          st.sampled_from(["BestEffortFIFO", "StrictFIFO"]),
+                          st.sampled_from([("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+                                           ("LessThanInitialShare",)]))
+job_specs = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40), st.integers(1, 30), st.integers(1, 5),
+                               st.sampled_from([0, 10, 100])), min_size=1, max_size=30)
+
+
+def _cluster(spec: Any, fast: bool) -> Cluster:
+    queues, pool, fair, strategy, strategies = spec
+    cqs = []
+    for i, (nominal, borrow, lend, second, within, reclaim, bwc, weight, sub) in enumerate(queues):
+        flavors = {"f": {GPU: quota(str(nominal), None if borrow is None else str(borrow),
+                                    None if lend is None else str(min(lend, nominal)))}}
+        if second:
+            flavors["g"] = {GPU: quota(str(second))}
+        cqs.append(cq(f"q{i}", flavors, cohort=f"sub{sub}", within=within, reclaim=reclaim, bwc=bwc,
+                      weight=float(weight), strategy=strategy))
+    cohorts = [cohort("root", quotas={("f", GPU): quota(str(pool))}), cohort("sub0", "root"),
+               cohort("sub1", "root", weight=2.0)]
+    cl = Cluster.of(setup(cqs, cohorts, fair_sharing=fair, strategies=strategies))
+    cl.fast = fast
+    return cl
+
+
+def _story(spec: Any, rows: list[tuple[int, int, int, int, int]], fast: bool) -> list[tuple[Any, ...]]:
+    n = len(spec[0])
+    jobs = [Job(f"j{i}", f"q{q % n}", f"q{q % n}", t, d, {GPU: g * SCALE}, p, gpus=g)
+            for i, (q, t, d, g, p) in enumerate(rows)]
+    out = replay(_cluster(spec, fast), jobs)
+    return [(tr.job.name, tr.first_admit, tr.finish, tr.runs, tr.flavors, tr.preempted_by, tr.caused,
+             sorted(tr.causes.items()), tr.never_fits) for tr in out.tracks] + [(out.cycles, out.stalled)]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster_specs, job_specs)
+def test_fast_path_equals_reference(spec: Any, rows: list[tuple[int, int, int, int, int]]) -> None:
+    assert _story(spec, rows, True) == _story(spec, rows, False)
+
+
+def test_fast_path_memoises_failures() -> None:
+    """The memo is used: a backlog retried on every release is not re-assigned each time."""
+    spec = ([(2, 0, None, 0, "Never", "Never", "Never", 1, 0), (2, 0, None, 0, "Never", "Never", "Never", 1, 1)],
+            0, True, "BestEffortFIFO", ("LessThanOrEqualToFinalShare", "LessThanInitialShare"))
+    rows = [(0, t, 5, 2, 0) for t in range(20)] + [(1, t, 5, 3, 0) for t in range(20)]
+    cl = _cluster(spec, True)
+    n = len(spec[0])
+    replay(cl, [Job(f"j{i}", f"q{q % n}", f"q{q % n}", t, d, {GPU: g * SCALE}, p, gpus=g)
+                for i, (q, t, d, g, p) in enumerate(rows)])
+    assert cl.failures, "failed nominations are memoised"
+    assert _story(spec, rows, True) == _story(spec, rows, False)
