@@ -85,6 +85,30 @@ def _walk(node: Any, steps: tuple[str, ...], at_: tuple[Any, ...]) -> Iterator[t
             yield at_ + (step, *rest), False
 
 
+def unshadowed(site: Site, leaf: LeafField) -> Iterator[Site]:
+    """The same place in copies of its case where the fields that win over ``leaf`` are unset
+    (``LeafField.shadowed_by``): where the field's value is overridden everywhere, this is where it
+    takes effect. First every such field unset; then, as unsetting them all may break the case (a
+    budget lending more than the default guarantee), those in the field's own file and one of each
+    other file's at a time."""
+    found: list[tuple[str, tuple[Any, ...]]] = []
+    for kind, steps in leaf.shadowed_by:
+        for rel, data in site.scenario.files.items():
+            if isinstance(data, dict) and data.get("kind") == kind:
+                found += [(rel, p) for p, present in _walk(data, steps, ()) if present and (rel, p) != (site.file,
+                                                                                                       site.path)]
+    own = [f for f in found if f[0] == site.file]
+    others = [f for f in found if f[0] != site.file]
+    for i, unset in enumerate([found] + [own + [o] for o in others]):
+        files = copy.deepcopy(site.scenario.files)
+        for rel, path in unset:
+            node = files[rel]
+            for k in path[:-1]:
+                node = node[k]
+            del node[path[-1]]
+        yield Site(Scenario(f"{site.scenario.name}~unshadowed-{i}", files), site.file, site.path, site.present)
+
+
 # -- other values ----------------------------------------------------------------------------------------
 def _constraints(leaf: LeafField) -> list[Any]:
     found: list[Any] = list(leaf.info.metadata)
@@ -205,7 +229,7 @@ def apply(files: Files, site: Site, value: Any) -> Files:
 def valid(files: Files, rel: str) -> bool:
     model: type[BaseModel] = FleetFile if rel == "fleet.yaml" else TeamFile
     try:
-        model.model_validate(files[rel])
+        model.model_validate(files[rel], strict=True)  # as the compiler reads a file
     except ValidationError:
         return False
     return True
@@ -213,12 +237,15 @@ def valid(files: Files, rel: str) -> bool:
 
 # -- compiling -------------------------------------------------------------------------------------------
 _POLICY_HASH = re.compile(rb'(Policy sha256: `|"policySha256": ")[0-9a-f]{64}')
+_POLICY_LINE = re.compile(rb"(\.yaml):\d+(:\d+)?")
 
 
 def _content(data: bytes) -> bytes:
     """A file's bytes without the digest of the policy sources (REPORT.md, allocation.json), which
-    changes with any byte of any policy file, whatever the byte means."""
-    return _POLICY_HASH.sub(rb"\1-", data)
+    changes with any byte of any policy file, whatever the byte means, nor the line numbers of
+    policy files (REPORT.md's waivers say where each is declared): a location, as for diagnostics,
+    is not an effect of a field (removing a description above shifts it)."""
+    return _POLICY_LINE.sub(rb"\1:-", _POLICY_HASH.sub(rb"\1-", data))
 
 
 @dataclass
@@ -248,6 +275,12 @@ class Compiler:
         out = tuple(sorted((k, hashlib.sha256(_content(r.out_files[k])).hexdigest()) for k in r.out_files))
         repo = tuple(sorted((k, hashlib.sha256(v).hexdigest()) for k, v in r.repo_files.items()))
         return diags, out, repo
+
+    def compiles(self, sc: Scenario) -> bool:
+        """Whether the case compiles without errors (its baseline, computed once)."""
+        if sc.name not in self.baselines:
+            self.baselines[sc.name] = self.fingerprint(sc.name, sc.files)
+        return not any(d[1] == "ERROR" for d in self.baselines[sc.name][0])
 
     def baseline(self, sc: Scenario) -> tuple[Any, ...]:
         if sc.name not in self.baselines:

@@ -1,7 +1,7 @@
 """The policies the field-effect test mutates (tests/test_field_effects.py): the demo, the golden
 cases, and seeded variants of the demo that set fields no case sets, in a context where they act
 (a catalog restated on a DRA cluster, a team inheriting every budget amount, MIG by devices, an
-MPS pool, serving with an explicit architecture and an endpoint picker). A new field that no case
+MPS pool, serving with an explicit architecture and an endpoint picker, a waived finding, a team's acknowledged removal). A new field that no case
 sets fails the test with "no case sets ...": set it in a golden case or add it to a seed here."""
 
 from __future__ import annotations
@@ -125,8 +125,24 @@ def seed_serving(files: Files) -> None:
     rewrite["expose"] = {"gateway": "inference-gateway", "inferencePool": True}
 
 
+def seed_waivers(files: Files) -> None:
+    """A finding waived: the interns' sandbox namespace also on onprem, where they have no budget (FLEET011)."""
+    files["teams/interns.yaml"]["spec"]["namespaces"][0]["clusters"] = ["cloud", "onprem"]
+    files["fleet.yaml"]["spec"]["waivers"] = [{
+        "rule": "FLEET011", "team": "interns", "cluster": "onprem", "owner": "@acme/ml-platform",
+        "reason": "the onprem sandbox gets its budget next quarter", "expires": "2099-12-31"}]
+
+
+def seed_acknowledgement(files: Files) -> None:
+    """A team acknowledging the removal of its own ClusterQueue on a cluster it left (vision budgets
+    on onprem only: its queue on cloud is gone)."""
+    files["teams/vision.yaml"]["spec"]["acknowledgedRemovals"] = [
+        {"cluster": "cloud", "kind": "ClusterQueue", "name": "vision", "reason": "vision trains on onprem only now"}]
+
+
 SEEDS: dict[str, Callable[[Files], None]] = {"inherit": seed_inherit, "catalog": seed_catalog, "cuts": seed_cuts,
-                                             "serving": seed_serving}
+                                             "serving": seed_serving, "waivers": seed_waivers,
+                                             "acknowledgement": seed_acknowledgement}
 
 
 @dataclass

@@ -17,11 +17,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import REPO
-from field_effects import REMOVE, Compiler, Site, apply, candidates, sites, valid
+from field_effects import REMOVE, Compiler, Site, apply, candidates, sites, unshadowed, valid
 from field_seeds import Scenario
 
 from compiler.model.fields import LeafField, leaf_fields
@@ -36,8 +39,14 @@ LEAVES: list[tuple[str, LeafField]] = [("Fleet", f) for f in leaf_fields(FleetFi
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Scenario], Compiler]:
-    return Scenario.all(), Compiler(tmp_path_factory.mktemp("effects"))
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[Scenario], Compiler]]:
+    comp = Compiler(tmp_path_factory.mktemp("effects"))
+    started = time.monotonic()
+    yield Scenario.all(), comp
+    log = os.environ.get("GPUPOLICY_EFFECTS_LOG")  # figures of a run, for the record (make fuzz)
+    if log:
+        Path(log).write_text(json.dumps({"fields": len(LEAVES), "compiles": comp.runs,
+                                         "seconds": round(time.monotonic() - started, 1), "fuzz": FUZZ}) + "\n")
 
 
 def _pool(kind: str, leaf: LeafField, scenarios: list[Scenario]) -> list[Any]:
@@ -85,6 +94,17 @@ def probe(kind: str, leaf: LeafField, scenarios: list[Scenario], comp: Compiler,
                     return effects, []
             else:
                 tried.setdefault(str(site), []).append(_show(vals[r]))
+    if exhaustive and leaf.shadowed_by:  # overridden where it stands: its effect with the winners unset
+        for site in [p for p in places if str(p) not in done]:
+            for alone in unshadowed(site, leaf):
+                if str(site) in done or not comp.compiles(alone.scenario):
+                    continue
+                for value in candidates(leaf, alone, pool):
+                    effect = comp.changes(alone, value) if valid(_files_with(alone, value), alone.file) else None
+                    if effect:
+                        effects.append(f"{alone}={_show(value)}: {effect}")
+                        done.add(str(site))
+                        break
     silent = [f"{s} tried {', '.join(v)}" for s, v in tried.items() if s not in done]
     if not effects and not silent:  # no other valid value exists (apiVersion, kind, mode): a wrong one is caught
         for site, value in [x for x in invalid if x[0].present][:2]:
@@ -156,6 +176,7 @@ def _schema_leaves(schema: dict[str, Any]) -> set[str]:
                 stack.append((n["items"], p + "[]"))
             if isinstance(n.get("additionalProperties"), dict):
                 stack.append((n["additionalProperties"], p + "{}"))
+            stack += [(sub, p + "{}") for sub in n.get("patternProperties", {}).values()]  # keys with a pattern
             if "properties" in n:
                 found.append((p, n))
         return found
@@ -182,3 +203,13 @@ def test_the_effect_map_matches_the_json_schema(model: type[FleetFile] | type[Te
     schema = _schema_leaves(model.model_json_schema(by_alias=True, mode="validation"))
     walked = {re.sub(r"<[^>]*>", "", f.dotted) for f in leaf_fields(model)}
     assert schema == walked, (sorted(schema - walked), sorted(walked - schema))
+
+
+def test_shadowing_fields_exist() -> None:
+    """A field marked shadowed names fields of the language that win over it (a typo would hide it)."""
+    dotted = {(k, f.path) for k, f in LEAVES}
+    shadowed = [(k, f) for k, f in LEAVES if f.shadowed_by]
+    assert {f.dotted for _, f in shadowed} >= {"spec.priorities[].default", "spec.defaults.budget.guaranteed"}
+    for _, leaf in shadowed:
+        for ref in leaf.shadowed_by:
+            assert ref in dotted, (leaf.dotted, ref)

@@ -37,7 +37,7 @@ from compiler.catalog.model import (
     normalize_pci_id,
 )
 
-_CONFIG = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+_CONFIG = ConfigDict(extra="forbid", populate_by_name=False, frozen=True, defer_build=True)
 
 
 def _pci(value: str) -> str:

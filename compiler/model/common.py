@@ -3,23 +3,44 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Callable, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
 API_VERSION = "gpupolicy.dev/v1alpha1"
 
+# Each name's rule is one regular expression, read by the validator (``fullmatch``: a trailing
+# newline is not a name) and written into the JSON Schema as its ``pattern`` (issue 19: the editor
+# and the compiler give one verdict; tests/test_schema_parity.py). Lengths are ``maxLength`` there.
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 # DNS-1123 label: what namespaces, pools, teams and clusters are named; also safe in paths.
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_LABEL = f"^{_LABEL}$"
 # DNS-1123 subdomain: GPU class IDs contain MIG profiles such as `3g.40gb`.
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+DNS_SUBDOMAIN = rf"^{_LABEL}(\.{_LABEL})*$"
+# A label key: an optional DNS-subdomain prefix of at most 253 characters and '/', then a name of at
+# most 63 (the lookahead bounds the prefix, which a length limit on the whole key cannot).
+_KEY_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+LABEL_KEY = rf"^((?=[^/]{{1,253}}/){_LABEL}(\.{_LABEL})*/)?{_KEY_NAME}$"
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+
+
+def _schema(pattern: str, max_length: int) -> WithJsonSchema:
+    """The JSON Schema of a name type: the rule its validator checks, as ``pattern`` and ``maxLength``."""
+    return WithJsonSchema({"type": "string", "pattern": pattern, "maxLength": max_length})
+
+
+def _matches(pattern: str, max_length: int) -> Callable[[str], bool]:
+    rx = re.compile(pattern)
+    return lambda v: len(v) <= max_length and rx.fullmatch(v) is not None
+
+
+_is_label, _is_subdomain = _matches(DNS_LABEL, 63), _matches(DNS_SUBDOMAIN, 253)
+_is_key, _is_value = _matches(LABEL_KEY, 317), _matches(LABEL_VALUE, 63)
 
 
 def _dns_label(v: str) -> str:
-    if len(v) > 63 or not _DNS_LABEL.match(v):
+    if not _is_label(v):
         raise ValueError(
             f"{v!r} is not a DNS-1123 label (lower-case letters, digits and '-', "
             "starting and ending alphanumeric, at most 63 characters)"
@@ -28,30 +49,28 @@ def _dns_label(v: str) -> str:
 
 
 def _dns_subdomain(v: str) -> str:
-    if len(v) > 253 or not _DNS_SUBDOMAIN.match(v) or ".." in v:
+    if not _is_subdomain(v):
         raise ValueError(f"{v!r} is not a DNS-1123 subdomain (lower-case alphanumerics, '-' and '.')")
     return v
 
 
 def _label_key(v: str) -> str:
-    prefix, _, name = v.rpartition("/")
-    if (prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix))) or not (
-        0 < len(name) <= 63 and _LABEL_NAME.match(name)
-    ):
+    if not _is_key(v):
         raise ValueError(f"{v!r} is not a valid Kubernetes label key ([prefix/]name)")
     return v
 
 
 def _label_value(v: str) -> str:
-    if len(v) > 63 or not _LABEL_VALUE.match(v):
+    if not _is_value(v):
         raise ValueError(f"{v!r} is not a valid Kubernetes label value (at most 63 characters)")
     return v
 
 
-DnsLabel = Annotated[str, AfterValidator(_dns_label)]
-DnsSubdomain = Annotated[str, AfterValidator(_dns_subdomain)]
-LabelKey = Annotated[str, AfterValidator(_label_key)]
-LabelValue = Annotated[str, AfterValidator(_label_value)]
+# The validator's message says what the name must be; the JSON Schema states the same rule.
+DnsLabel = Annotated[str, AfterValidator(_dns_label), _schema(DNS_LABEL, 63)]
+DnsSubdomain = Annotated[str, AfterValidator(_dns_subdomain), _schema(DNS_SUBDOMAIN, 253)]
+LabelKey = Annotated[str, AfterValidator(_label_key), _schema(LABEL_KEY, 317)]  # 253 + '/' + 63
+LabelValue = Annotated[str, AfterValidator(_label_value), _schema(LABEL_VALUE, 63)]
 GpuClassId = DnsSubdomain
 
 # unset (field absent) = inherit; 0 = none; N = up to N; "unlimited" = no limit.
@@ -69,6 +88,18 @@ def informational(reason: str, default: Any = None) -> Any:
     README show the marker; ``tests/test_field_effects.py`` exempts exactly these fields."""
     return Field(default, description=f"Informational (no effect on output or checks): {reason}",
                  json_schema_extra={INFORMATIONAL: reason})
+
+
+SHADOWED_BY = "shadowedBy"  # json_schema_extra key: fields whose value, where set, wins over this one
+
+
+def shadowed(default: Any, *by: str, description: str) -> Any:
+    """The field's default, marked as *shadowed* where one of ``by`` is set (``Kind:path`` in YAML
+    keys, ``[]`` into lists): its value is in force only where none of them is (a fleet default
+    that every budget overrides, a tier marked default beside ``defaults.priority``). The JSON
+    Schema shows the relation; ``tests/test_field_effects.py`` looks for the field's effect with
+    those unset where it finds none as the file stands."""
+    return Field(default, description=description, json_schema_extra={SHADOWED_BY: list(by)})
 
 
 class Strict(BaseModel):

@@ -8,7 +8,9 @@ into list items, ``{}`` into map values, ``<mode=mig>`` picks a member of a disc
 
 Every leaf has an effect on the compiler's output, reports or diagnostics, proven by
 ``tests/test_field_effects.py``, unless it carries the informational marker
-(``compiler.model.common.informational``) with the reason it is only recorded.
+(``compiler.model.common.informational``) with the reason it is only recorded. A leaf whose value
+another field overrides where set carries the shadowing marker (``compiler.model.common.shadowed``):
+its effect is looked for with those fields unset.
 """
 
 from __future__ import annotations
@@ -45,6 +47,17 @@ class LeafField:
     @property
     def optional(self) -> bool:
         return not self.info.is_required()
+
+    @property
+    def shadowed_by(self) -> list[tuple[str, tuple[Step, ...]]]:
+        """(kind, path) of the fields that win over this one where set (``compiler.model.common.shadowed``)."""
+        extra = self.info.json_schema_extra
+        by = extra.get("shadowedBy") if isinstance(extra, dict) else None
+        out = []
+        for ref in by if isinstance(by, list) else []:
+            kind, _, dotted = str(ref).partition(":")
+            out.append((kind, tuple(_path(dotted))))
+        return out
 
 
 def informational_reason(info: FieldInfo) -> str | None:
@@ -135,4 +148,14 @@ def _split(steps: str) -> list[Step]:
         else:
             out.append(steps[i:i + 2])
             i += 2
+    return out
+
+
+def _path(dotted: str) -> list[Step]:
+    """``spec.budgets[].guaranteed`` -> ``spec``, ``budgets``, ``[]``, ``guaranteed``."""
+    out: list[Step] = []
+    for part in dotted.split("."):
+        name, _, rest = part.partition("[")
+        out.append(name)
+        out += ["[]"] * (rest.count("]"))
     return out

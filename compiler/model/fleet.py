@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, Field, HttpUrl
+from pydantic import AfterValidator, BeforeValidator, Field, HttpUrl, WithJsonSchema
 
 from compiler.catalog import GpuModelSpec
 from compiler.model.acknowledge import AcknowledgedRemoval
@@ -20,19 +20,37 @@ from compiler.model.common import (
     Metadata,
     Strict,
     informational,
+    shadowed,
 )
+from compiler.model.waivers import Waiver
 
-_KUBE_VERSION = re.compile(r"^1\.(\d{1,2})$")
+# Kubernetes 1.20 to 1.40, as written in the JSON Schema too (tests/test_schema_parity.py).
+KUBE_VERSION = r"^1\.(2[0-9]|3[0-9]|40)$"
+# What an API server is reached at: http(s), a host name, IPv4 or [IPv6] host, an optional port up to
+# 65535 and path; no user, query or fragment. Checked before pydantic's URL parsing, so the JSON
+# Schema's pattern (an editor has no URL parser) and the compiler accept the same strings.
+API_SERVER = (r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
+              r"(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*)"
+              r"(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?"
+              r"(/[-A-Za-z0-9._~%!$&'()*+,;=:@/]*)?$")
 
 
 def _kube_version(v: str) -> str:
-    m = _KUBE_VERSION.match(v)
-    if not m or not 20 <= int(m.group(1)) <= 40:
-        raise ValueError(f"{v!r} is not a Kubernetes minor version such as '1.34'")
+    if not re.fullmatch(KUBE_VERSION, v):
+        raise ValueError(f"{v!r} is not a Kubernetes minor version such as '1.34' (1.20 to 1.40)")
     return v
 
 
-KubeVersion = Annotated[str, AfterValidator(_kube_version)]
+def _api_server_text(v: object) -> object:
+    if isinstance(v, str) and (len(v) > 2083 or not re.fullmatch(API_SERVER, v)):
+        raise ValueError(f"{v!r} is not an API server URL: http(s)://host[:port][/path]")
+    return v  # anything else: HttpUrl says what is wrong
+
+
+KubeVersion = Annotated[str, AfterValidator(_kube_version),
+                        WithJsonSchema({"type": "string", "pattern": KUBE_VERSION})]
+ApiServer = Annotated[HttpUrl, BeforeValidator(_api_server_text),
+                      WithJsonSchema({"type": "string", "format": "uri", "pattern": API_SERVER, "maxLength": 2083})]
 SemVer = Annotated[str, Field(pattern=r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")]
 ImageRef = Annotated[str, Field(pattern=r"^[a-z0-9.\-/:_]+(@sha256:[a-f0-9]{64})?$", max_length=255)]
 # A CODEOWNERS owner: @user, @org/team or an e-mail address, and nothing a CODEOWNERS line could
@@ -141,7 +159,7 @@ class CustomDeviceClass(Strict):
 class Cluster(Strict):
     name: DnsLabel
     kubernetes_version: KubeVersion
-    api_server: HttpUrl
+    api_server: ApiServer
     region: Annotated[str, Field(pattern=r"^[a-z0-9-]+$", max_length=63)]
     residency: DnsLabel
     provisioner: Literal["none", "karpenter", "cluster-api"] = "none"
@@ -154,12 +172,18 @@ class Cluster(Strict):
     device_classes: list[CustomDeviceClass] = []  # DRA only; proven against the pools (compiler.dra)
 
 
+def _inherited(amount: str) -> Any:
+    return shadowed(None, f"Fleet:spec.departments[].defaults.{amount}", f"Team:spec.budgets[].{amount}",
+                    description=f"Inherited by budgets that set no {amount}; a department nearer the team, or the "
+                    "budget itself, wins. Unset: fall through to the next level.")
+
+
 class BudgetDefaults(Strict):
     """Defaults for team budgets: unset here means 'fall through to the next level'."""
 
-    guaranteed: Count | None = None
-    borrow: Amount | None = None
-    lend: Amount | None = None
+    guaranteed: Count | None = _inherited("guaranteed")
+    borrow: Amount | None = _inherited("borrow")
+    lend: Amount | None = _inherited("lend")
 
 
 class DepartmentCap(Strict):
@@ -181,7 +205,9 @@ class PriorityTier(Strict):
     value: Annotated[int, Field(ge=-2_147_483_648, le=1_000_000_000)]
     description: Annotated[str, Field(max_length=2048)] | None = None
     # The tier of teams that set no `priority` (compiler.policy.priorities); `defaults.priority` wins.
-    default: bool = False
+    default: bool = shadowed(False, "Fleet:spec.defaults.priority", description=(
+        "The tier of teams that set no priority, unless spec.defaults.priority names one (which wins; ADM011 "
+        "warns when the two differ)."))
     # Protected tier: only these teams may use it (their `priority` or `allowedPriorities`). Unset:
     # every team whose own tier is at or above it. Team files are owned by their teams, so this,
     # in the platform's fleet file, is what stops a team from raising its own priority (ADM007).
@@ -256,6 +282,7 @@ class FleetSpec(Strict):
     defaults: Defaults = Defaults()
     # Removals a sync cannot undo, accepted on purpose (GITOPS302); listed in REPORT.md.
     acknowledged_removals: list[AcknowledgedRemoval] = []
+    waivers: list[Waiver] = []  # accepted findings, with owner, reason and expiry (compiler.validate.waivers)
 
 
 class FleetFile(Strict):

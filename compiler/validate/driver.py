@@ -13,10 +13,12 @@ never visible.
 
 from __future__ import annotations
 
+import compiler.validate.acknowledgements as acknowledgements
 import compiler.validate.admission as admission
 import compiler.validate.capacity as capacity
 import compiler.validate.cel_types as cel_types
 import compiler.validate.dra as dra
+import compiler.validate.multikueue_relations as multikueue_relations
 import compiler.validate.ops as ops
 import compiler.validate.priorities as priorities
 import compiler.validate.provisioning as provisioning
@@ -53,6 +55,8 @@ RULES: tuple[Rule, ...] = (
     *yaml_surprises.RULES,
     *sync_safety.RULES,
     *relations.RULES,  # the way back of relations checked from one side (issue 22, docs/relations.md)
+    *multikueue_relations.RULES,  # the same across a MultiKueue manager and its workers
+    *acknowledgements.RULES,  # acknowledged removals that match none (the way back of GITOPS302)
 )
 
 RUN_SCOPES = (Scope.FLEET, Scope.TEAM, Scope.POLICY)

@@ -9,6 +9,8 @@ escaped the residency check:
   job can use it), the reverse of FLEET011;
 - FLEET402: a department with no team and no sub-department (its Cohort, caps and defaults govern
   nobody);
+- FLEET404: a department cap on a cluster and class that no team below the department budgets (caps
+  are checked, not rendered: KUEUE003 sums the guarantees below it, and there are none);
 - SERVE401: a serving deployment processes its data class on a cluster whose residency the class
   does not allow (FLEET006 covers budgets, not serving);
 - SERVE402: a pool reserved for serving that no deployment uses (its GPUs are held for nothing;
@@ -40,6 +42,12 @@ EMPTY_DEPARTMENT = define(
     "nobody).",
     "departments: [{name: ai}, {name: research, parent: ai}]   # team vision: department research",
     "departments: [{name: ai}, {name: robotics, parent: ai}]   # no team names robotics",
+    Severity.WARNING, scope=Scope.POLICY)
+IDLE_CAP = define(
+    "FLEET404", "A department cap names a cluster and GPU class that some team below the department budgets (a cap "
+    "limits the guarantees of the teams below it; with none there it limits nothing).",
+    "caps: [{cluster: onprem, class: h100-80gb, max: 40}]   # team nlp (below) budgets h100-80gb on onprem",
+    "caps: [{cluster: cloud, class: h100-80gb, max: 40}]    # no team below budgets h100-80gb on cloud",
     Severity.WARNING, scope=Scope.POLICY)
 SERVING_RESIDENCY = define(
     "SERVE401", "A serving deployment handles its data class only on a cluster whose residency the class allows "
@@ -79,7 +87,7 @@ OUTPUT_PATH = define(
     "gitops: {path: deploy}   # gpupolicy build writes out/: every Application points at a folder nothing writes",
     Severity.WARNING, scope=Scope.OUTPUT)
 
-RULES: tuple[Rule, ...] = (BUDGET_NAMESPACE, EMPTY_DEPARTMENT, SERVING_RESIDENCY, IDLE_SERVING_POOL,
+RULES: tuple[Rule, ...] = (BUDGET_NAMESPACE, EMPTY_DEPARTMENT, IDLE_CAP, SERVING_RESIDENCY, IDLE_SERVING_POOL,
                            MODEL_ARCHITECTURE, INLINE_ARCHITECTURE, IDLE_GROUPS, OUTPUT_PATH)
 
 
@@ -106,6 +114,29 @@ def check_empty_departments(policy: Policy) -> Iterator[Diagnostic]:
                 f"department {d.name!r} has no team and no sub-department: its cohort, caps and defaults govern "
                 "nobody", policy.fleet_src.locate(("spec", "departments", i, "name")),
                 hint="name it as a team's department or another department's parent, or remove it")
+
+
+@checks(IDLE_CAP)
+def check_idle_caps(policy: Policy) -> Iterator[Diagnostic]:
+    below: dict[str, set[tuple[str, str]]] = {}  # department -> (cluster, class) budgeted by a team below it
+    for t in policy.teams:
+        dept: str | None = t.model.spec.department
+        seen: set[str] = set()
+        while dept is not None and dept not in seen:  # a cycle is FLEET005
+            seen.add(dept)
+            below.setdefault(dept, set()).update((b.cluster, b.class_) for b in t.model.spec.budgets)
+            parent = policy.departments.get(dept)
+            dept = parent.parent if parent is not None else None
+    for i, d in enumerate(policy.fleet.spec.departments):
+        for k, cap in enumerate(d.caps):
+            if cap.class_ not in policy.classes.get(cap.cluster, {}):
+                continue  # an unknown cluster or class: FLEET002
+            if (cap.cluster, cap.class_) not in below.get(d.name, set()):
+                yield IDLE_CAP.diag(
+                    f"department {d.name!r} caps {cap.class_} on {cap.cluster!r} at {cap.max}, but no team below it "
+                    "budgets that class there: the cap limits nothing", policy.fleet_src.locate(
+                        ("spec", "departments", i, "caps", k)),
+                    hint="cap a cluster and class the department's teams budget, or drop the cap")
 
 
 @checks(SERVING_RESIDENCY)
