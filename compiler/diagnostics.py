@@ -28,7 +28,8 @@ class Severity(str, enum.Enum):
 
 @dataclass(frozen=True, order=True)
 class Location:
-    """A 1-based position in a policy file; ``line == 0`` means 'the file as a whole'."""
+    """A 1-based position in a policy file; ``line == 0`` means 'the file as a whole' (the CLI shows
+    such a finding at the start of the file's YAML document: ``cli.render.place_file_findings``)."""
 
     file: str
     line: int = 0

@@ -15,7 +15,7 @@ renderers pass every policy-derived string through it:
   ``@mention``, no link, no closing code fence).
 - ``md_text``: when text must read as prose: every markdown and HTML metacharacter escaped and
   ``@`` kept from mentioning; ``html`` inside an HTML element (``<summary>``), where markdown is off.
-- ``mermaid``: a label inside ``["..."]``, with quotes and brackets as entity codes.
+- ``mermaid``: a quoted mermaid string (label, slice, title), with quotes, brackets, ``#`` and ``%`` as entity codes.
 - ``codeowners_path``: a CODEOWNERS path that matches exactly itself (glob characters escaped).
 """
 
@@ -94,9 +94,14 @@ _HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
 
 
 def mermaid(s: str) -> str:
-    """A mermaid node label, for use inside ``["..."]``."""
-    out = text(s)
-    for ch, code in (("&", "#amp;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("[", "#91;"), ("]", "#93;"),
+    """A mermaid string, for use inside double quotes (a node label ``["..."]``, a pie slice, a chart
+    title or category): quotes, brackets and markup as mermaid's entity codes. ``#`` goes first, so
+    a name spelling an entity code (``a#quot;``) stays literal; ``%`` keeps ``%%{...}%%`` out, which
+    mermaid reads as a config directive anywhere in the text (``directiveRegex`` in
+    mermaid-js/mermaid ``packages/mermaid/src/diagram-api/regexes.ts``). Never an identifier:
+    node IDs are generated (``compiler.report.mermaid``)."""
+    out = text(s).replace("#", "#35;")
+    for ch, code in (("%", "#37;"), ("&", "#amp;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("[", "#91;"), ("]", "#93;"),
                      ("(", "#40;"), (")", "#41;"), ("{", "#123;"), ("}", "#125;"), ("|", "#124;"), ("`", "#96;")):
         out = out.replace(ch, code)
     return out

@@ -11,9 +11,10 @@ rule module is one import and one line below.
 
 from __future__ import annotations
 
+from compiler.cli import stale
 from compiler.diagnostics import AREAS, Rule, Scope
 from compiler.load import files, secrets, source
-from compiler.validate import driver, mig, schema
+from compiler.validate import driver, mig, schema, waivers
 from compiler.verify import dra_claims, embedded_cel, kueue_config, kueue_webhook
 from compiler.verify import ops as ops_rules
 from compiler.verify import rules as verify_rules
@@ -28,6 +29,7 @@ RULES: tuple[Rule, ...] = (
     *schema.RULES,  # SCHEMA: each file against its model
     *mig.RULES,  # MIG: layouts against the GPU catalog, per pool
     *driver.RULES,  # the semantic rules over the whole policy (SPEC §6)
+    *waivers.RULES,  # FLEET015-018: waivers in fleet.yaml, applied by the stages (and expiry after the store)
     *verify_rules.RULES,  # VERIFY and the webhook/config checks over the rendered objects
     *embedded_cel.RULES,
     *kueue_webhook.RULES,
@@ -35,6 +37,7 @@ RULES: tuple[Rule, ...] = (
     *dra_claims.RULES,
     *verify_run.RULES,
     *ops_rules.RULES,  # OPS over the rendered fleet (those over the policy come with driver.RULES)
+    *stale.RULES,  # GITOPS490: `check` finds generated files stale
 )
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from conftest import REPO, run_cli
 
+from compiler.diagnostics import rule_url
+
 
 def test_repo_out_is_fresh() -> None:
     """out/, schemas/ and CODEOWNERS in the repository are what the policies render to."""
@@ -59,8 +61,10 @@ def test_json_and_github_formats(demo_repo: Path) -> None:
     data = json.loads(r.stdout)
     assert any(d["rule"] == "KUEUE002" and d["file"] == "policies/teams/vision.yaml" and d["line"] > 0
                for d in data)
+    assert all(d["url"] == rule_url(d["rule"]) for d in data)
     r = run_cli("validate", cwd=demo_repo, env={"GITHUB_ACTIONS": "true"})
     assert "::error file=policies/teams/vision.yaml,line=" in r.stderr
+    assert f"%0Asee {rule_url('KUEUE002')}" in r.stderr  # the rule's page, inside the one-line command
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
@@ -103,3 +107,6 @@ def test_rules_listing() -> None:
     r = run_cli("rules", cwd=REPO)
     assert r.returncode == 0
     assert "KUEUE001" in r.stdout and "LOAD001" in r.stdout
+    assert "http" not in r.stdout  # text stays compact: the pages are in --format json
+    rules = {rule["id"]: rule for rule in json.loads(run_cli("rules", "--format", "json", cwd=REPO).stdout)}
+    assert rules["KUEUE001"]["url"] == rule_url("KUEUE001") and rules["KUEUE001"]["fail"]

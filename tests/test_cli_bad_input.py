@@ -3,6 +3,7 @@ file, no traceback, out/ untouched."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -43,6 +44,9 @@ def test_bad_file_exits_1_located(demo_repo: Path, case: str, rel: str, content:
     assert "Traceback" not in r.stderr
     assert re.search(rf"policies/{re.escape(rel)}:\d+:\d+: error\[{rule}\]", r.stderr), r.stderr
     assert _tree(demo_repo) == before
+    found = json.loads(run_cli("validate", "--format", "json", cwd=demo_repo).stdout)  # one document
+    assert any(d["rule"] == rule for d in found)
+    assert all(d["line"] >= 1 and d["column"] >= 1 for d in found if d["file"]), found  # annotations need both
 
 
 def test_missing_fleet_file_via_cli(demo_repo: Path) -> None:

@@ -16,7 +16,7 @@ from compiler.lower.nodes import lower_node_pools
 from compiler.policy.graph import Policy
 from compiler.policy.node_contract import GFD_PRODUCT, PoolContract, pool_contracts
 from compiler.report.node_contract import contract_files, node_contract
-from compiler.tools.node_drift import DRIFT, INFO, Finding, check_nodes, parse_nodes, render_json, render_text
+from compiler.tools.node_drift import DRIFT, INFO, Finding, check_nodes, render_json, render_text
 
 
 def good_node(pc: PoolContract, name: str, product: str | None = None) -> dict[str, Any]:
@@ -312,7 +312,8 @@ def test_cli_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(("content", "args", "message"), [
     ("not json", [], "cannot read nodes"),
-    ('{"items": [{"kind": "Node", "metadata": {}}]}', [], "without metadata.name"),
+    ('{"items": [{"kind": "Node", "metadata": {}}]}', [], "no metadata.name"),
+    ('[{"kind": "Pod", "metadata": {"name": "p"}}]', [], "cannot read nodes"),
     ('{"items": []}', [], "cannot tell which cluster"),
     ('{"items": []}', ["--cluster", "nowhere"], "no cluster 'nowhere'"),
 ])
@@ -327,7 +328,6 @@ def test_cli_nodes_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_parse_and_render() -> None:
     p = demo()
     one = good_node(contract(p, "cloud", "l4-dev"), "x")
-    assert parse_nodes(one) == [one] and parse_nodes([one]) == [one]
     report = check_nodes(p, "cloud", [one])
     text = render_text(report)
     assert "pool l4-dev: 1 of 6 nodes\n  INFO  -: 1 of 6 declared nodes\n" in text

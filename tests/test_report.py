@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from conftest import REPO
-from helpers import compile_dir
+from helpers import compile_dir, copy_demo, policy_at
+
+from compiler import escape
+from compiler.report import mermaid
+from compiler.report.policy_report import render_markdown
 
 
 def test_report_sections_and_numbers() -> None:
@@ -17,7 +26,7 @@ def test_report_sections_and_numbers() -> None:
     # capacity and shares: 8 nodes x 8 H100 = 64, nlp 32 + recsys 16 guaranteed = 48 (75%)
     assert "| `h100-80gb` | full | `gpupolicy.dev/h100-80gb` | h100-train 8x8 | 64 | 0 | 48 (75%) |" in md
     assert "| nlp | `h100-80gb` | 32 (team) | 50% | 0 (team) | 0 (team) |" in md
-    assert "```mermaid" in md and "research --> team_nlp" in md
+    assert "```mermaid" in md and '  d2["research (weight 2)"]' in md and "  d2 --> t1" in md  # t1: nlp
     assert "| nlp / chat | onprem / h200-serve | 8..16 (16) | 131.42 GiB" in md
     assert "| cloud | `l4-ts4` | **no** |" in md
 
@@ -33,3 +42,96 @@ def test_allocation_json_ties_to_policy() -> None:
     assert interns["lend"] == {"value": 16, "origin": "team"}
     assert data["clusters"]["cloud"]["classes"]["l4-ts4"]["capacity"] == 96
     assert data["accounting"]["onprem"]["path"] == "claim-template"
+
+
+# ---------- pictures: charts GitHub renders, a tree that stays readable and drawable ----------
+
+_GRAPH_LINE = re.compile(r'^  (?:[dt]\d+(?:\["[^"\[\]`]*"\]|\(\["[^"\[\]`]*"\]\))|[dt]\d+ --> [dt]\d+)$')
+
+
+def _mermaid_blocks(md: str) -> list[list[str]]:
+    return [block.split("\n") for block in re.findall(r"(?ms)^```mermaid\n(.*?)\n```$", md)]
+
+
+def test_report_charts_capacity_and_allocation() -> None:
+    md = compile_dir(REPO).out_files["REPORT.md"].decode()
+    blocks = _mermaid_blocks(md)
+    xy = [b for b in blocks if b[0] == "xychart-beta"]
+    assert len(xy) == 2  # one per cluster
+    onprem = next(b for b in xy if "onprem" in b[1])
+    assert '  x-axis ["a100-80gb-mig-1g.10gb", "a100-80gb-mig-2g.20gb", "a100-80gb-mig-3g.40gb", "h100-80gb"]' in onprem
+    assert onprem[-2:] == ["  bar [64, 32, 32, 64]", "  line [32, 32, 16, 48]"]  # capacity, guaranteed
+    pies = {b[1].strip(): b[2:] for b in blocks if b[0] == "pie showData"}
+    # h100-80gb on onprem: nlp 32 + recsys 16 of 64, the rest held by no team
+    assert pies["title onprem h100-80gb, capacity 64"] == ['  "nlp" : 32', '  "recsys" : 16',
+                                                           '  "guaranteed to no team" : 16']
+
+
+def _rename_department(root: Path, old: str, new: str) -> None:
+    for path in [root / "policies" / "fleet.yaml", *(root / "policies" / "teams").glob("*.yaml")]:
+        text = path.read_text()
+        text = re.sub(rf"(name|parent|department): {old}\b", rf"\1: {new}", text)
+        path.write_text(text)
+
+
+def test_cohort_tree_ids_are_generated_not_names(tmp_path: Path) -> None:
+    """A department named ``end`` (a mermaid keyword) broke the diagram; ``team-ml`` and a team
+    ``ml`` became one node, as did any two names equal once punctuation became ``_``."""
+    root = copy_demo(tmp_path)
+    _rename_department(root, "research", "end")
+    _rename_department(root, "product", "subgraph")
+    teams = root / "policies" / "teams"
+    for name in ("ml", "team-ml"):
+        (teams / f"{name}.yaml").write_text(
+            f"apiVersion: gpupolicy.dev/v1alpha1\nkind: Team\nmetadata: {{name: {name}}}\n"
+            f"spec:\n  owners: ['@acme/{name}']\n  department: end\n  isolation: shared\n  dataClasses: [public]\n"
+            f"  namespaces: [{{name: {name}-train, clusters: [cloud]}}]\n"
+            "  budgets: [{cluster: cloud, class: l4-ts4, guaranteed: 4, lend: 0}]\n")
+    res = compile_dir(root)
+    assert res.ok, [str(d) for d in res.diagnostics if d.severity == "error"]
+    [tree] = [b for b in _mermaid_blocks(res.out_files["REPORT.md"].decode()) if b[0].startswith("graph")]
+    assert tree[0] == "graph TD"
+    assert all(_GRAPH_LINE.match(line) for line in tree[1:]), [x for x in tree[1:] if not _GRAPH_LINE.match(x)]
+    labels = {line.split("[", 1)[0].strip().rstrip("("): line for line in tree[1:] if "-->" not in line}
+    ml = [i for i, line in labels.items() if '"ml: ' in line]
+    team_ml = [i for i, line in labels.items() if '"team-ml: ' in line]
+    assert len(ml) == len(team_ml) == 1 and ml != team_ml
+    end = next(i for i, line in labels.items() if '["end (weight' in line)
+    assert f"  {end} --> {ml[0]}" in tree and f"  {end} --> {team_ml[0]}" in tree
+
+
+def test_mermaid_labels_are_escaped() -> None:
+    hostile = 'a"] --> b["x %%{init: {"securityLevel": "loose"}}%% ```\n#quot;'
+    out = escape.mermaid(hostile)
+    assert not set(out) & set('"[]`%\n') and "%%{" not in out
+    assert "#35;quot;" in out  # a name spelling an entity code stays literal
+
+
+def test_cohort_tree_at_1000_teams_stays_under_mermaids_limits(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, str(REPO / "bench" / "generate.py"), "--teams", "1000", "--clusters", "20",
+                    "--out", str(tmp_path / "org")], check=True, capture_output=True)
+    policy, _ = policy_at(tmp_path / "org")
+    assert policy is not None
+    md = render_markdown(policy).decode()
+    blocks = _mermaid_blocks(md)
+    assert all(len("\n".join(b)) < mermaid.MAX_TEXT for b in blocks)
+    [tree] = [b for b in blocks if b[0].startswith("graph")]
+    assert sum("-->" in line for line in tree) < mermaid.MAX_EDGES
+    assert "1,000 teams in 127 departments: collapsed to departments" in md
+    assert not any(line.lstrip().startswith("t") for line in tree[1:])  # no team nodes
+    # every team is counted once, at its department
+    counts = [int(m) for m in re.findall(r" · (\d+) teams?(?:\"|,)", "\n".join(tree))]
+    assert sum(counts) == 1000
+    assert len([b for b in blocks if b[0] == "xychart-beta"]) == 20
+
+
+def test_cohort_tree_folds_deep_levels_beyond_the_department_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from compiler.report import cohort_tree as ct
+
+    policy, _ = policy_at(REPO)
+    assert policy is not None
+    monkeypatch.setattr(ct, "FULL_MAX", 3)
+    monkeypatch.setattr(ct, "DEPARTMENTS_MAX", 1)
+    lines = ct.cohort_tree(policy)
+    assert "2 deeper departments folded into their ancestors" in lines[0]
+    assert '  d0["ai · weight 1 · 5 teams below · + 2 sub-departments"]' in lines

@@ -57,24 +57,6 @@ class NodeReport:
         return any(f.severity == DRIFT for f in self.findings)
 
 
-class NodesInputError(ValueError):
-    pass
-
-
-def parse_nodes(data: Any) -> list[dict[str, Any]]:
-    """Nodes from a NodeList / List (``kubectl get nodes -o json``), a single Node, or a JSON array."""
-    items = data.get("items") if isinstance(data, dict) and "items" in data else data
-    if isinstance(items, dict):
-        items = [items]
-    if not isinstance(items, list) or not all(isinstance(n, dict) for n in items):
-        raise NodesInputError("expected the output of `kubectl get nodes -o json` (a NodeList)")
-    nodes = [n for n in items if n.get("kind", "Node") == "Node"]
-    for n in nodes:
-        if not isinstance(n.get("metadata"), dict) or not n["metadata"].get("name"):
-            raise NodesInputError("a Node without metadata.name")
-    return nodes
-
-
 def _name(node: dict[str, Any]) -> str:
     return str(node["metadata"]["name"])
 

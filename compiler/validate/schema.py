@@ -125,7 +125,7 @@ def _pydantic_to_diags(src: SourceFile, model: type[BaseModel], err: ValidationE
             key = str(path[-1]) if path else "?"
             owner = _model_at(model, tuple(p for p in path[:-1] if isinstance(p, str)))
             choices = _aliases(owner) if owner else []
-            hint = did_you_mean(key, choices) or (
+            hint = _misplaced(model, path, key) or did_you_mean(key, choices) or (
                 f"allowed keys here: {', '.join(sorted(choices))}" if choices else
                 "this mapping takes no such key; check its indentation (a key one level too deep or too shallow)"
             )
@@ -147,6 +147,20 @@ def _pydantic_to_diags(src: SourceFile, model: type[BaseModel], err: ValidationE
                                           hint=yaml_hint(src, path, value, etype) or _type_hint(etype, path)
                                           or generic_hint(etype)))
     return diags
+
+
+# Keys a team may expect in its own file that the language keeps in the platform team's fleet.yaml.
+_FLEET_ONLY = {
+    "waivers": "waivers live in fleet.yaml, which the platform team owns: a team cannot waive findings itself; "
+               "ask the platform team for a waiver with an owner, a reason and an expiry date",
+}
+
+
+def _misplaced(model: type[BaseModel], path: YamlPath, key: str) -> str | None:
+    """The hint for a fleet-only key written in a team file (under spec:, or beside it)."""
+    if model is not TeamFile or path not in (("spec", key), (key,)):
+        return None
+    return _FLEET_ONLY.get(key)
 
 
 def _type_hint(etype: str, path: YamlPath) -> str | None:

@@ -1,0 +1,1 @@
+"""``gpupolicy init``: scaffolding of a new team file (``command``), its flags (``args``)."""
