@@ -231,3 +231,29 @@ def test_no_place_for_the_cache_key_means_no_cache(demo_repo: Path, tmp_path: Pa
     r = run_cli("build", cwd=demo_repo, env=env)
     assert r.returncode == 0 and "notice: cache .gpupolicy-cache/: not used: no writable" in r.stderr, r.stderr
     assert run_cli("check", cwd=demo_repo, env=env).returncode == 0
+
+
+def _git(root: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env=env)
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_damaged_cache_changes_no_diff_or_explain(demo_repo: Path, fault: str) -> None:
+    """Issue 21: ``diff --base`` (the base's units from the store, with their outlines) and
+    ``explain`` (the rules' findings from the store) over a damaged cache say what ``--no-cache``
+    says, with no traceback."""
+    _git(demo_repo, "init", "-q", "-b", "main")
+    _git(demo_repo, "add", "-A")
+    _git(demo_repo, "commit", "-qm", "demo")
+    _edit(demo_repo, "guaranteed: 8", "guaranteed: 9")
+    commands = (("diff", "--base", "HEAD", "--format", "json"), ("explain", "vision"))
+    for args in commands:  # fill the cache
+        assert run_cli(*args, cwd=demo_repo).returncode == 0
+    FAULTS[fault](demo_repo)
+    for args in commands:
+        got = run_cli(*args, cwd=demo_repo)
+        ref = run_cli(*args, "--no-cache", cwd=demo_repo)
+        assert (got.returncode, got.stdout) == (ref.returncode, ref.stdout) == (0, ref.stdout), (fault, got.stderr)
+        assert "internal error" not in got.stderr and "Traceback" not in got.stderr

@@ -13,8 +13,9 @@ from conftest import REPO, run_cli
 
 from compiler.lower.common import obj
 from compiler.model.manifest import Manifest
-from compiler.tools.diff_flags import find_flags
-from compiler.tools.diff_render import MARKER
+from compiler.tools.diff import DiffReport, Row, TeamDelta
+from compiler.tools.diff_flags import Flag, find_flags
+from compiler.tools.diff_render import MARKER, MAX_MARKDOWN, render_markdown
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
@@ -147,3 +148,86 @@ def test_flags_rename_and_move() -> None:
     flags = {(f.kind, f.obj): f.message for f in find_flags(base, head)}
     assert "ClusterQueue computer-vision" in flags[("rename", "ClusterQueue vision")]
     assert "`kueue` to `multikueue`" in flags[("moved", "AdmissionCheck mk")]
+
+
+def test_fleet_defaults_change_is_counted(repo: Path) -> None:
+    """A one-line change of the fleet's default budget was reported as "0 fleet change(s)"."""
+    edit(repo, "fleet.yaml", "      guaranteed: 0\n      lend: unlimited", "      guaranteed: 0\n      lend: 0")
+    p = run_cli("diff", "--base", "HEAD", cwd=repo)
+    assert p.returncode == 0, p.stderr
+    assert "· 1 fleet change(s) ·" in p.stdout
+    assert "| defaults.budget.lend | `unlimited` | `0` |" in p.stdout
+    report = json.loads(run_cli("diff", "--base", "HEAD", "--format", "json", cwd=repo).stdout)
+    assert report["fleet"] == [{"what": "defaults.budget.lend", "before": "unlimited", "after": 0}]
+
+
+def _big_report(teams: int, modified: int) -> DiffReport:
+    """A fleet-wide change at scale: every team loses lendable capacity on six clusters."""
+    deltas = [TeamDelta(f"team-{i:04d}", budgets=[(f"cluster-{c:02d}", "a100-80gb-mig-3g.40gb", Row(8, None, 8),
+                                                   Row(8, None, 0)) for c in range(6)]) for i in range(teams)]
+    diff = "\n".join(["--- a/x", "+++ b/x", "@@ -1,3 +1,3 @@", *(f"-        lendingLimit: {n}" for n in range(20))])
+    return DiffReport(base="origin/main", base_note=None, teams=deltas, fleet=[("defaults.budget.lend", "unlimited", 0)],
+                      added=[], removed=[], modified=[(f"out/c/kueue/clusterqueue.{i}.yaml", diff) for i in range(modified)],
+                      flags=[Flag("immutable", "cluster-00", f"LocalQueue ns/q{i}", "`spec.clusterQueue` changes")
+                             for i in range(40)])
+
+
+@pytest.mark.parametrize("teams", [250, 2_000])
+def test_pr_comment_fits_the_budget_summary_and_team_table_first(teams: int) -> None:
+    md = render_markdown(_big_report(teams, modified=teams * 4))
+    assert len(md.encode()) <= MAX_MARKDOWN
+    assert f"**{teams} team(s) affected · 1 fleet change(s) · {teams * 4} manifest(s) changed" in md
+    assert f"lendable −{teams * 6 * 8:,}" in md  # the net change over every team
+    rows = [line for line in md.splitlines() if line.startswith("| team-")]
+    assert rows[0] == "| team-0000 | changed | 6 | 0 | 0 | −48 |  |"
+    if teams == 250:
+        assert len(rows) == 250  # the compact per-team table is complete
+    else:  # even one row per team does not fit: the rows left out are counted, and where to look is said
+        assert f"… {teams - len(rows):,} more team row(s) left out" in md and len(rows) > 500
+        assert f"{teams - len(rows):,} of {teams:,} team row(s)" in md
+    assert "**Left out of this comment**" in md and "`gpupolicy diff --base origin/main --max-bytes 0`" in md
+    assert f"{teams * 4:,} of {teams * 4:,} modified file diff(s)" in md or "more modified file diff(s)" in md
+    assert md.count("<details>") == md.count("</details>")
+    assert md.count("```diff") * 2 == md.count("```") - md.count("```diff")  # every diff fence closed
+    # no budget: everything, nothing said to be left out
+    whole = render_markdown(_big_report(teams, modified=teams * 4), None)
+    assert "left out" not in whole and whole.count("<details><summary>modified") == teams * 4
+
+
+def test_pr_comment_under_budget_is_unchanged_by_the_budget(repo: Path) -> None:
+    p = run_cli("diff", "--base", "HEAD~1", cwd=repo)
+    whole = run_cli("diff", "--base", "HEAD~1", "--max-bytes", "0", cwd=repo)
+    assert p.stdout == whole.stdout and "left out" not in p.stdout
+    small = run_cli("diff", "--base", "HEAD~1", "--max-bytes", "2500", cwd=repo).stdout
+    assert len(small.encode()) <= 2500 and "**Left out of this comment**" in small
+    assert "| vision | changed | 1 | +4 | 0, 1 → unlimited | 0 |  |" in small  # the team table comes first
+    assert run_cli("diff", "--base", "HEAD~1", "--max-bytes", "-1", cwd=repo).returncode == 2
+
+
+def _comment_body_script() -> str:
+    """The shell of gpupolicy-comment.yml that turns the artifact into the comment body."""
+    import yaml
+
+    wf = yaml.safe_load((REPO / ".github" / "workflows" / "gpupolicy-comment.yml").read_text())
+    run = next(s["run"] for s in wf["jobs"]["comment"]["steps"] if "body=" in s.get("run", ""))
+    start, end = run.index("{\n  printf '<!--"), run.index('} > "$body"')
+    return 'dir="$1"\nRUN_URL=https://github.com/o/r/actions/runs/1\n' + run[start:end] + "}\n"
+
+
+def test_comment_workflow_cuts_only_at_a_block_boundary(tmp_path: Path) -> None:
+    script = tmp_path / "body.sh"
+    script.write_text(_comment_body_script())
+    (tmp_path / "d").mkdir()
+    whole = render_markdown(_big_report(600, modified=400), None)  # no budget: as an older compiler would send
+    assert len(whole.encode()) > 200_000
+    (tmp_path / "d" / "gpupolicy-diff.md").write_text(whole)
+    body = subprocess.run(["bash", str(script), str(tmp_path / "d")], capture_output=True, text=True, check=True).stdout
+    assert len(body.encode()) <= 60_500 and body.startswith(MARKER + "\n") and body.count(MARKER) == 1
+    assert "cut at a block boundary" in body and "[the workflow run](https://github.com/o/r/actions/runs/1)" in body
+    assert body.count("<details>") == body.count("</details>") and body.count("```") % 2 == 0
+    kept = body.split("\n---\n**This comment was cut")[0]
+    assert whole.startswith(kept.rstrip("\n"))  # a prefix, ending at a line
+    # within the budget: posted as rendered, plus the link
+    (tmp_path / "d" / "gpupolicy-diff.md").write_text(small := render_markdown(_big_report(250, modified=1000)))
+    body = subprocess.run(["bash", str(script), str(tmp_path / "d")], capture_output=True, text=True, check=True).stdout
+    assert body.startswith(small) and "cut at a block boundary" not in body

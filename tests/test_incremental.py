@@ -211,3 +211,145 @@ def test_scan_tree_notices_every_kind_of_change(tmp_path: Path) -> None:
     assert "b/z.yaml" not in gone and new_state is not None
     (out / "a/w.yaml").write_bytes(b"4\n")
     assert scan_tree(out, state)[0]["a/w.yaml"] == content_digest(b"4\n")
+
+
+# -- issue 21: the commands that stop after validate, and diff, through the store ----------------
+
+
+def test_explain_reads_the_rules_verdict_a_check_left(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``explain``/``report``/``nodes`` (``validated_policy``) take the semantic rules' findings
+    from the store when a run over the same inputs computed them, and give what an empty store
+    gives; a changed input is a new key, so they are computed again."""
+    import compiler.validate as validate
+    from compiler.pipeline.run import validated_policy
+
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    compile_policies(_opts(demo), Store(demo))  # check: its child keeps the findings
+    full_policy, full = validated_policy(_opts(demo))
+    real = validate.run_checks
+    monkeypatch.setattr(validate, "run_checks", lambda policy: pytest.fail("the rules ran again"))
+    policy, diags = validated_policy(_opts(demo), Store(demo))
+    assert [str(d) for d in diags] == [str(d) for d in full]
+    assert policy is not None and full_policy is not None
+    assert policy.allocation.entries == full_policy.allocation.entries
+    mutate(demo, "teams/vision.yaml", "guaranteed: 4", "guaranteed: 5")
+    calls: list[int] = []
+    monkeypatch.setattr(validate, "run_checks", lambda policy: calls.append(1) or real(policy))
+    _, diags = validated_policy(_opts(demo), Store(demo))
+    assert calls == [1]
+    monkeypatch.setattr(validate, "run_checks", real)
+    assert [str(d) for d in diags] == [str(d) for d in validated_policy(_opts(demo))[1]]
+
+
+def test_cli_explain_cached_equals_uncached(demo: Path) -> None:
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    for args in (("explain", "vision"), ("explain", "vision", "--job", "a100-80gb-mig-3g.40gb=2"), ("report",)):
+        ref = run_cli(*args, "--no-cache", cwd=demo)
+        assert ref.returncode == 0, ref.stderr
+        for _ in range(2):  # cold, then from the store
+            got = run_cli(*args, cwd=demo)
+            assert (got.returncode, got.stdout, got.stderr) == (ref.returncode, ref.stdout, ref.stderr)
+
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null"}
+
+
+def _git(root: Path, *args: str) -> None:
+    import os
+    import subprocess
+
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env={**os.environ, **GIT_ENV})
+
+
+def _reference_diff(opts: Options, ref: str) -> Any:
+    """``diff`` as it was before the store: both sides compiled in full, every object real."""
+    import tempfile
+    from dataclasses import replace
+
+    from compiler.tools.diff import Side, build_report, compile_side, extract_base, side_options
+
+    head = compile_side(replace(opts, cache=False))
+    assert head.policy is not None
+    with tempfile.TemporaryDirectory() as tmp:
+        root, policy_dir, existed = extract_base(opts.root, opts.policy_dir, ref, Path(tmp))
+        base = compile_side(side_options(opts, root, policy_dir)) if existed else Side(None, {}, {}, {})
+        note = None if base.policy is not None else "no base"
+        return build_report(ref, base, head, note, "out/")
+
+
+def _diff_cases(demo: Path) -> list[str]:
+    """Commits for a diff to compare: a raised budget and a team retired (its namespaces and
+    queues removed); the work tree then changes the budget again."""
+    _git(demo, "init", "-q", "-b", "main")
+    _git(demo, "add", "-A")
+    _git(demo, "commit", "-qm", "demo")
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 12")
+    (demo / "policies" / "teams" / "interns.yaml").unlink()
+    _git(demo, "commit", "-qam", "raise vision, retire interns")
+    mutate(demo, "teams/vision.yaml", "guaranteed: 12", "guaranteed: 10")
+    return ["HEAD", "HEAD~1"]
+
+
+def test_diff_from_the_store_equals_the_full_diff(demo: Path) -> None:
+    """``diff --base`` takes the units both sides share from the store (their outlines for the
+    flags, their digests for the files) and lowers the rest: the report equals the one built
+    from every object compiled, with a cold store, a warm one, after ``check`` filled it, after
+    outlines went missing, and with ``--no-cache``."""
+    from dataclasses import asdict, replace
+
+    from compiler.tools.diff import run_diff
+
+    refs = _diff_cases(demo)
+    opts = _opts(demo)
+    expected = {ref: asdict(_reference_diff(opts, ref)) for ref in refs}
+    assert expected["HEAD~1"]["teams"] and expected["HEAD~1"]["removed"] and expected["HEAD"]["modified"]
+
+    def same() -> None:
+        for ref in refs:
+            report, diags = run_diff(opts, ref)
+            assert report is not None and not any(d.severity.value == "error" for d in diags)
+            assert asdict(report) == expected[ref], ref
+
+    same()  # cold
+    assert any((demo / CACHE_DIRNAME / "outline").iterdir())
+    same()  # warm
+    shutil.rmtree(demo / CACHE_DIRNAME)
+    compile_policies(opts, Store(demo))  # check fills the store: its units carry outlines
+    same()
+    for entry in (demo / CACHE_DIRNAME / "outline").iterdir():  # a unit without its outline is lowered
+        entry.unlink()
+    same()
+    shutil.rmtree(demo / CACHE_DIRNAME / "outline")
+    for ref in refs:
+        report, _ = run_diff(replace(opts, cache=False), ref)
+        assert report is not None and asdict(report) == expected[ref]
+    assert not (demo / CACHE_DIRNAME / "outline").exists()  # --no-cache kept nothing
+
+
+def test_diff_outlines_stand_for_shared_units_in_the_flags() -> None:
+    """An outline keeps what the flags read of an object that did not change (its identity and
+    the objects it names), so the flags over outlines equal those over the objects."""
+    from compiler.cache.records import OUTLINED_KINDS, outline_in, outline_out
+    from compiler.tools.diff_flags import find_flags, references
+
+    opts = _opts(REPO, verify=False)
+    res = compile_policies(opts)
+    assert res.manifests
+    for m in res.manifests:
+        o = outline_out(m)
+        if m.kind not in OUTLINED_KINDS:
+            assert o is None
+            continue
+        assert o is not None
+        path, back = outline_in(marshal.loads(marshal.dumps(o)))
+        assert path == m.relpath and back.relpath == m.relpath
+        assert list(references(back)) == list(references(m))
+    # removing every ClusterQueue flags the LocalQueues that named them, outlines or not
+    head = {m.relpath: m for m in res.manifests if m.kind != "ClusterQueue"}
+    base_real = {m.relpath: m for m in res.manifests}
+    base_outlined = {p: (outline_in(o)[1] if (o := outline_out(m)) is not None and m.kind != "ClusterQueue" else m)
+                     for p, m in base_real.items()}
+    head_outlined = {p: base_outlined[p] for p in head}
+    assert find_flags(base_real, head) == find_flags(base_outlined, head_outlined)
+    assert any(f.kind == "in-use" for f in find_flags(base_real, head))

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from compiler.diagnostics import Diagnostic, Location, Severity
+from compiler.model.manifest import Manifest
 
 if TYPE_CHECKING:  # importing compiler.verify costs ~0.06 s, which a warm check does not need
     from compiler.verify.context import VerifyStats
@@ -76,3 +77,31 @@ class RunRecord:
     @classmethod
     def failure(cls, diags: list[Diagnostic], stats: dict[str, object] | None = None) -> RunRecord:
         return cls([diag_out(d) for d in diags], True, [], {}, "", {}, 0, stats or {})
+
+
+# What ``gpupolicy diff`` reads of an object both sides render identically
+# (compiler.tools.diff_flags): whether it exists, for the kinds other objects name, and what it
+# names, for the kinds that name others. Nothing else of such an object can raise a flag.
+OUTLINED_KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "AdmissionCheck", "Topology"})
+_REFERENCES = ("resourceGroups", "admissionChecksStrategy", "admissionChecks", "clusterQueue", "topologyName")
+Outline = tuple[str, str, str, dict[str, Any], tuple[str, ...]]
+
+
+def outline_out(m: Manifest) -> Outline | None:
+    """An object reduced to its identity and its references to other objects (None for a kind
+    that neither names nor is named)."""
+    if m.kind not in OUTLINED_KINDS:
+        return None
+    meta = m.obj.get("metadata") or {}
+    spec = m.obj.get("spec") or {}
+    obj: dict[str, Any] = {"apiVersion": m.api_version, "kind": m.kind,
+                           "metadata": {k: meta[k] for k in ("name", "namespace") if k in meta}}
+    if isinstance(spec, dict):
+        obj["spec"] = {k: spec[k] for k in _REFERENCES if k in spec}
+    return (m.relpath, m.cluster, m.component, obj, m.sources)
+
+
+def outline_in(t: Outline) -> tuple[str, Manifest]:
+    """(the object's out/ path, its outline as a manifest)."""
+    relpath, cluster, component, obj, sources = t
+    return relpath, Manifest(cluster, component, obj, tuple(sources))

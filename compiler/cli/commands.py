@@ -8,7 +8,8 @@ import sys
 from typing import TYPE_CHECKING, Callable
 
 from compiler import escape
-from compiler.cli.render import FORMATS, choose_format
+from compiler.cli.render import DOCUMENT_FORMATS, FORMATS, choose_format, json_records, place_file_findings, use_colour
+from compiler.cli.stale import stale_findings
 from compiler.diagnostics import (
     EXIT_OK,
     EXIT_POLICY,
@@ -22,6 +23,8 @@ from compiler.load.paths import display_path
 # The pipeline and the tools are imported inside the commands: `rules`, `--help` and usage errors
 # need none of them (~0.3 s of imports, most of a small command's start-up).
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from compiler.cache.store import Store
     from compiler.cli.out_tree import TreeScan
     from compiler.pipeline.options import Options
@@ -29,16 +32,37 @@ if TYPE_CHECKING:
     from compiler.policy.graph import Policy
 
 
+def _fmt(ns: argparse.Namespace) -> str:
+    return choose_format(getattr(ns, "format", None))
+
+
 def _print_diags(diags: list[Diagnostic], opts: Options, ns: argparse.Namespace) -> None:
-    fmt = choose_format(ns.format)
-    stream = sys.stdout if fmt in ("json",) else sys.stderr
+    """Diagnostics in the chosen format: a document format (json, sarif, junit) is the one
+    document on stdout; line formats go to stderr, leaving stdout to the command's own output."""
+    fmt = _fmt(ns)
+    stream = sys.stdout if fmt in DOCUMENT_FORMATS else sys.stderr
+    FORMATS[fmt](_ordered(diags, opts), opts.root, stream, use_colour(stream), strict=opts.strict)
+
+
+def _ordered(diags: list[Diagnostic], opts: Options) -> list[Diagnostic]:
+    if not diags:  # importing the ordering imports the validate stage (~0.1 s): a clean run needs neither
+        return []
     from compiler.pipeline.previous import touched_files
     from compiler.validate.related import prioritise
 
     # with a known git base (GPUPOLICY_BASE, or CI): errors on the files the change touched, first
     # (asking git only when there is something to order)
     touched = touched_files(opts.root) if diags else frozenset[str]()
-    FORMATS[fmt](prioritise(diags, touched), opts.root, stream, stream.isatty())
+    return place_file_findings(prioritise(diags, touched), opts.root)
+
+
+def _print_document(diags: list[Diagnostic], opts: Options, ns: argparse.Namespace, **payload: object) -> None:
+    """A command with output of its own (report, explain, nodes) under ``--format json``: one
+    document, its diagnostics under ``diagnostics`` and its output beside them (none on errors)."""
+    import json
+
+    doc = {"diagnostics": json_records(_ordered(diags, opts)), **payload}
+    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
 
 def cmd_validate(opts: Options, ns: argparse.Namespace) -> int:
@@ -48,7 +72,7 @@ def cmd_validate(opts: Options, ns: argparse.Namespace) -> int:
     from compiler.pipeline.run import compile_policies
 
     store = None if ns.no_cache else Store(opts.root)
-    res = compile_policies(opts, store)
+    res = compile_policies(opts, store, objects=False)
     _print_diags(res.diagnostics, opts, ns)
     _cache_notice(store)
     return EXIT_POLICY if res.failed else exit_code(res.diagnostics, strict=opts.strict)
@@ -67,8 +91,7 @@ def _compile_cached(opts: Options, ns: argparse.Namespace, *, writing: bool = Fa
     if writing:
         recover(opts.out_dir)  # finish a swap a killed build left half done before looking at out/
     scan = TreeScan(opts.out_dir, store)
-    out = compile_policies(opts, store)
-    _print_diags(out.diagnostics, opts, ns)
+    out = compile_policies(opts, store, objects=False)
     if os.environ.get("GPUPOLICY_TIMINGS"):  # bench/: where an incremental run spends its time
         print("gpupolicy: timings " + " ".join(f"{k}={v:.3f}" for k, v in out.timings.items()), file=sys.stderr)
     return out, store, scan
@@ -92,6 +115,7 @@ def _build(opts: Options, ns: argparse.Namespace) -> int:
     from compiler.cli.out_tree import write
 
     out, store, scan = _compile_cached(opts, ns, writing=True)
+    _print_diags(out.diagnostics, opts, ns)
     code = exit_code(out.diagnostics, strict=opts.strict)
     if out.failed or code != EXIT_OK:
         scan.result()  # reap the child
@@ -102,7 +126,7 @@ def _build(opts: Options, ns: argparse.Namespace) -> int:
     try:
         changed = write(scan, opts.root, out, store)
     except CacheEntryMissing:  # another process pruned the cache meanwhile: render everything
-        out = compile_policies(opts)
+        out = compile_policies(opts, objects=False)
         changed = write(scan, opts.root, out, None)
     _cache_notice(store)
     print(f"gpupolicy: {out.n_objects} objects in {len(out.out_digests)} files "
@@ -132,12 +156,17 @@ def _check(opts: Options, ns: argparse.Namespace) -> int:
     code = exit_code(out.diagnostics, strict=opts.strict)
     if out.failed or code != EXIT_OK:
         scan.result()  # reap the child
+        _print_diags(out.diagnostics, opts, ns)
         return EXIT_POLICY
     stale = stale_outputs(scan, opts.root, display_path(opts.out_dir, opts.root), out, store)
     _cache_notice(store)
-    if stale:
+    if _fmt(ns) == "text":  # the compact listing people read; every other format has them as GITOPS490
+        _print_diags(out.diagnostics, opts, ns)
         for status, path in stale:
             print(f"stale: {status:8} {escape.text(path)}", file=sys.stderr)
+    else:
+        _print_diags(out.diagnostics + stale_findings(stale), opts, ns)
+    if stale:
         print(f"gpupolicy: {len(stale)} generated file(s) are stale; run `gpupolicy build` and commit",
               file=sys.stderr)
         return EXIT_POLICY
@@ -157,23 +186,30 @@ def cmd_schema(opts: Options, ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _validated(opts: Options, ns: argparse.Namespace) -> Policy | None:
-    """The validated policy (nothing lowered), its diagnostics printed; None on errors."""
+def _validated(opts: Options, ns: argparse.Namespace) -> tuple[Policy | None, list[Diagnostic]]:
+    """The validated policy (nothing lowered; None on errors) and its diagnostics, printed unless
+    the command prints one JSON document that carries them (``_print_document``)."""
     from compiler.cache.store import Store
     from compiler.pipeline.run import validated_policy
 
     policy, diags = validated_policy(opts, None if ns.no_cache else Store(opts.root))
-    _print_diags(diags, opts, ns)
-    return None if exit_code(diags) != EXIT_OK else policy
+    if _fmt(ns) != "json":
+        _print_diags(diags, opts, ns)
+    elif exit_code(diags) != EXIT_OK:
+        _print_document(diags, opts, ns)
+    return (None if exit_code(diags) != EXIT_OK else policy), diags
 
 
 def cmd_report(opts: Options, ns: argparse.Namespace) -> int:
-    from compiler.report.policy_report import render_markdown
+    from compiler.report.policy_report import allocation_data, render_markdown
 
-    policy = _validated(opts, ns)
+    policy, diags = _validated(opts, ns)
     if policy is None:
         return EXIT_POLICY
-    sys.stdout.write(render_markdown(policy).decode())
+    if _fmt(ns) == "json":  # the allocation as data: what out/reports/allocation.json holds
+        _print_document(diags, opts, ns, allocation=allocation_data(policy))
+    else:
+        sys.stdout.write(render_markdown(policy).decode())
     return EXIT_OK
 
 
@@ -181,30 +217,38 @@ def cmd_explain(opts: Options, ns: argparse.Namespace) -> int:
     from compiler.tools.explain import explain_team
     from compiler.tools.job_admission import admit, parse_shape
 
-    policy = _validated(opts, ns)
+    policy, diags = _validated(opts, ns)
     if policy is None:
         return EXIT_POLICY
     if policy.team(ns.team) is None:
         known = ", ".join(t.name for t in policy.teams)
         print(f"gpupolicy: no team {ns.team!r} (known: {known})", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        shape = parse_shape(ns.job) if ns.job else None
+    except ValueError as exc:
+        print(f"gpupolicy: --job: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    clusters = [ns.cluster] if ns.cluster else sorted({e.cluster for e in policy.allocation.for_team(ns.team)})
+    verdicts = [(cluster, admit(policy, ns.team, cluster, shape)) for cluster in clusters] if shape else []
+    if _fmt(ns) == "json":
+        allocation = [{"cluster": e.cluster, "class": e.gpu_class, "guaranteed": e.guaranteed.as_json(),
+                       "borrow": e.borrow.as_json(), "lend": e.lend.as_json(), "lendable": e.lendable}
+                      for e in policy.allocation.for_team(ns.team)]
+        jobs = [{"job": ns.job, "cluster": cluster, "admissible": v.admissible, "flavors": dict(v.flavors),
+                 "reasons": list(v.reasons)} for cluster, v in verdicts]
+        _print_document(diags, opts, ns, team=ns.team, explanation=explain_team(policy, ns.team),
+                        allocation=allocation, jobs=jobs)
+        return EXIT_OK
     sys.stdout.write(explain_team(policy, ns.team))
-    if ns.job:
-        try:
-            shape = parse_shape(ns.job)
-        except ValueError as exc:
-            print(f"gpupolicy: --job: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        clusters = [ns.cluster] if ns.cluster else sorted({e.cluster for e in policy.allocation.for_team(ns.team)})
-        for cluster in clusters:
-            verdict = admit(policy, ns.team, cluster, shape)
-            if verdict.admissible:
-                chosen = ", ".join(f"{r} on flavor {f}" for r, f in verdict.flavors) or "no GPU resources"
-                print(f"job {ns.job} on {cluster}: admissible when the cohort is idle ({chosen})")
-            else:
-                print(f"job {ns.job} on {cluster}: not admissible")
-                for reason in verdict.reasons:
-                    print(f"  - {reason}")
+    for cluster, verdict in verdicts:
+        if verdict.admissible:
+            chosen = ", ".join(f"{r} on flavor {f}" for r, f in verdict.flavors) or "no GPU resources"
+            print(f"job {ns.job} on {cluster}: admissible when the cohort is idle ({chosen})")
+        else:
+            print(f"job {ns.job} on {cluster}: not admissible")
+            for reason in verdict.reasons:
+                print(f"  - {reason}")
     return EXIT_OK
 
 
@@ -212,20 +256,14 @@ def cmd_nodes(opts: Options, ns: argparse.Namespace) -> int:
     """Node drift against the contract: exit 0 none, 1 drift (or policy errors), 2 bad input."""
     import json
 
-    from compiler.tools.node_drift import (
-        NodesInputError,
-        check_nodes,
-        parse_nodes,
-        pool_guesses,
-        render_json,
-        render_text,
-    )
+    from compiler.tools.kube_export import ExportError, load_items
+    from compiler.tools.node_drift import check_nodes, pool_guesses, render_json, render_text
 
-    try:
-        nodes = parse_nodes(json.loads(ns.nodes_json.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, ValueError, NodesInputError) as exc:
-        raise UsageError(f"cannot read nodes from {ns.nodes_json}: {exc}") from exc
-    policy = _validated(opts, ns)
+    try:  # the streaming reader of every kubectl export (import, audit)
+        nodes = load_items(ns.nodes_json, ("Node",))
+    except ExportError as exc:
+        raise UsageError(f"cannot read nodes: {exc}") from exc
+    policy, diags = _validated(opts, ns)
     if policy is None:
         return EXIT_POLICY
     cluster = ns.cluster
@@ -238,13 +276,36 @@ def cmd_nodes(opts: Options, ns: argparse.Namespace) -> int:
     elif cluster not in policy.clusters:
         raise UsageError(f"no cluster {cluster!r} (known: {', '.join(sorted(policy.clusters))})")
     report = check_nodes(policy, cluster, nodes)
-    sys.stdout.write(render_json(report) if ns.output == "json" else render_text(report))
+    if _fmt(ns) == "json":  # --format json: the report and the diagnostics, one document
+        _print_document(diags, opts, ns, **json.loads(render_json(report)))
+    else:
+        sys.stdout.write(render_json(report) if ns.output == "json" else render_text(report))
     return EXIT_POLICY if report.drift else EXIT_OK
 
 
-def cmd_rules(examples: bool) -> int:
+def cmd_rule_docs(directory: Path) -> int:
+    """``rules --docs DIR``: docs/rules/ from the registry (compiler.report.rule_docs)."""
+    from compiler.report.rule_docs import write_rule_docs
+
+    written, removed = write_rule_docs(directory)
+    print(f"gpupolicy: {written} rule pages in {escape.text(str(directory))}" + (f" ({removed} removed)" if removed else ""),
+          file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_rules(examples: bool, fmt: str = "text") -> int:
     from compiler.rules import all_rules
 
+    if fmt == "json":
+        import json
+
+        from compiler.diagnostics import rule_url
+
+        rules = [{"id": r.id, "area": r.area, "severity": r.severity.value, "scope": r.scope.value,
+                  "summary": r.summary, "pass": r.passing, "fail": r.failing, "url": rule_url(r.id)}
+                 for r in all_rules().values()]
+        sys.stdout.write(json.dumps(rules, indent=2) + "\n")
+        return EXIT_OK
     for rule in all_rules().values():
         print(f"{rule.id}  [{rule.severity.value}] {rule.summary}")
         if examples:
@@ -256,7 +317,11 @@ def cmd_rules(examples: bool) -> int:
 def cmd_diff(opts: Options, ns: argparse.Namespace) -> int:
     from compiler.tools.diff_render import diff_command
 
-    return diff_command(opts, ns)
+    if getattr(ns, "simulate", None) is None:
+        return diff_command(opts, ns)
+    from compiler.tools.simulate.compare import diff_with_simulation
+
+    return diff_with_simulation(opts, ns, diff_command)
 
 
 def cmd_import(ns: argparse.Namespace) -> int:
@@ -269,6 +334,19 @@ def cmd_audit(ns: argparse.Namespace) -> int:
     from compiler.tools.audit.command import run
 
     return run(ns)
+
+
+def cmd_init(ns: argparse.Namespace) -> int:
+    from compiler.tools.scaffold.command import run
+
+    return run(ns)
+
+
+def cmd_completion(parser: argparse.ArgumentParser, shell: str) -> int:
+    from compiler.cli.completion import SCRIPTS
+
+    sys.stdout.write(SCRIPTS[shell](parser))
+    return EXIT_OK
 
 
 def cmd_simulate(opts: Options, ns: argparse.Namespace) -> int:

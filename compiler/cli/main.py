@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.metadata
 import os
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from compiler.diagnostics import EXIT_USAGE, UsageError
 from compiler.pipeline.options import Options, default_crds
 from compiler.tools.audit.args import add_arguments as audit_arguments
 from compiler.tools.cluster_import.args import add_arguments as import_arguments
+from compiler.tools.scaffold.args import add_arguments as init_arguments
 from compiler.tools.simulate.args import add_arguments as simulate_arguments
 
 
@@ -27,7 +27,12 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _common(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("text", "json", "github", "parsable"),
+LINE_FORMATS = ("text", "json", "github", "parsable")
+FINDING_FORMATS = (*LINE_FORMATS, "sarif", "junit")  # commands whose output is their findings
+EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
+
+
+def _common(p: argparse.ArgumentParser, formats: tuple[str, ...] = LINE_FORMATS,
             format_help: str = "diagnostic format (default: github under GitHub Actions, else text)") -> None:
     p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
     p.add_argument("--policies", type=Path, default=None, help="policy directory (default: <root>/policies)")
@@ -39,10 +44,25 @@ def _common(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("text", "jso
     p.add_argument("--format", choices=list(formats), default=None, help=format_help)
     p.add_argument("--no-verify", action="store_true", help="skip the verify stage (faster, unsafe)")
     p.add_argument("--no-cache", action="store_true",
-                   help="validate/check/build: compile everything, ignoring .gpupolicy-cache/ (safe to delete)")
+                   help="compile everything, ignoring .gpupolicy-cache/ (safe to delete)")
+
+
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked: importing ``importlib.metadata`` and reading the
+    installed distributions cost ~0.03-0.08 s, a third of a small command's start-up."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        print(f"gpupolicy {_version()}")
+        parser.exit()
 
 
 def _version() -> str:
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("gpupolicy")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
@@ -51,7 +71,7 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpupolicy", description="GitOps policy compiler for shared GPU clusters.")
-    parser.add_argument("--version", action="version", version=f"gpupolicy {_version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, help_ in (
         ("validate", "check the policies and print diagnostics"),
@@ -60,7 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
         ("schema", "regenerate schemas/ from the policy models"),
         ("report", "print the allocation report (markdown) to stdout"),
     ):
-        _common(sub.add_parser(name, help=help_))
+        formats = FINDING_FORMATS if name in ("validate", "build", "check") else LINE_FORMATS
+        _common(sub.add_parser(name, help=help_), formats,
+                "diagnostic format (default: github under GitHub Actions, else text); json, sarif and junit are one "
+                "document on stdout")
     ex = sub.add_parser("explain", help="a team's allocation, borrowing, preemption and required labels")
     _common(ex)
     ex.add_argument("team")
@@ -75,13 +98,30 @@ def build_parser() -> argparse.ArgumentParser:
     df = sub.add_parser("diff", help="what a change does for whom, compared with a git revision")
     _common(df, ("markdown", "json", "text"), "report format (default: markdown, for a PR comment)")
     df.add_argument("--base", required=True, help="git revision to compare with, e.g. origin/main")
+    df.add_argument("--max-bytes", type=int, default=60_000, metavar="N",
+                    help="markdown: fit the report in N bytes, summary and per-team table first, saying what is "
+                         "left out (default: 60000, a PR comment; 0: no limit)")
+    df.add_argument("--simulate", type=Path, default=None, metavar="TRACE",
+                    help="also replay this job trace against base and head (see simulate) and add per-team deltas")
+    df.add_argument("--simulate-cluster", default=None, metavar="NAME",
+                    help="cluster to simulate (default: the only one with Kueue objects)")
+    df.add_argument("--simulate-load", type=float, default=1.0, metavar="X", help="compress arrivals X-fold")
+    df.add_argument("--simulate-mapping", type=Path, default=None, metavar="FILE",
+                    help="trace team mapping (see simulate --mapping)")
     import_arguments(sub.add_parser("import", help="draft a policy and an inventory from kubectl exports of a cluster"))
     audit_arguments(sub.add_parser("audit", help="evidence ledger from exported Kueue Workloads and metric exports"))
     sim = sub.add_parser("simulate", help="replay a job trace against the rendered Kueue objects of a cluster")
     _common(sim, ("text", "json", "markdown"), "report format (default: text)")
     simulate_arguments(sim)
+    init_arguments(sub.add_parser("init", help="scaffold a new team file that validates against the fleet"))
+    comp = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)")
+    comp.add_argument("shell", choices=["bash", "zsh", "fish"], help="the shell to complete in")
     rules = sub.add_parser("rules", help="list every rule ID with its summary")
     rules.add_argument("--examples", action="store_true", help="show PASS/FAIL examples")
+    rules.add_argument("--format", choices=["text", "json"], default="text",
+                       help="text, or json: every rule with its examples and page URL (default: text)")
+    rules.add_argument("--docs", type=Path, metavar="DIR", default=None,
+                       help="write one markdown page per rule and an index into DIR (make docs: docs/rules)")
     return parser
 
 
@@ -114,7 +154,7 @@ def options(ns: argparse.Namespace) -> Options:
             raise UsageError(f"{flag} {path} is, or resolves (through a symbolic link) to, a directory outside the "
                              f"repository root {root}; gpupolicy reads and writes only inside the repository")
     return Options(root=root, policy_dir=policy_dir, out_dir=out_dir, crds=crds, strict=ns.strict,
-                   verify=not ns.no_verify)
+                   verify=not ns.no_verify, cache=not ns.no_cache)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -123,8 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
     try:
+        if ns.command == "rules" and ns.docs is not None:
+            return commands.cmd_rule_docs(ns.docs)
         if ns.command == "rules":
-            return commands.cmd_rules(ns.examples)
+            return commands.cmd_rules(ns.examples, ns.format)
+        if ns.command == "completion":
+            return commands.cmd_completion(parser, ns.shell)
+        if ns.command == "init":
+            return commands.cmd_init(ns)
         if ns.command in ("import", "audit"):  # exports in, files out: no policy directory options
             return commands.cmd_import(ns) if ns.command == "import" else commands.cmd_audit(ns)
         opts = options(ns)
@@ -135,6 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gpupolicy: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # before OSError: a closed reader is not an environment error
+        return _reader_gone()
     except OSError as exc:  # unreadable or unwritable paths: the environment, not the policy
         print(f"gpupolicy: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -144,6 +192,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gpupolicy: internal error: {type(exc).__name__}: {exc} "
               "(please report it; GPUPOLICY_DEBUG=1 shows the traceback)", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _reader_gone() -> int:
+    """stdout's reader has gone (``gpupolicy rules | head -1``): stdout now points at /dev/null so
+    no later flush fails again (the Python docs' recipe, library/signal.html, "Note on SIGPIPE"),
+    with no "Broken pipe" message or traceback; the status is 141, that of a writer SIGPIPE ended,
+    which shells (``set -o pipefail``) already treat as a reader that stopped early."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_PIPE
 
 
 def entrypoint() -> None:
@@ -157,7 +217,12 @@ def entrypoint() -> None:
     # reaped); buffered output is flushed first.
     try:
         sys.stdout.flush()
+    except BrokenPipeError:
+        code = _reader_gone()
+    except ValueError:  # stdout closed by the command
+        pass
+    try:
         sys.stderr.flush()
-    except (BrokenPipeError, ValueError):
-        sys.exit(code)
+    except (OSError, ValueError):
+        pass
     os._exit(code)

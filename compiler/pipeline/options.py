@@ -16,6 +16,7 @@ class Options:
     crds: Path | None = None
     strict: bool = False
     verify: bool = True
+    cache: bool = True  # may use the store in .gpupolicy-cache/ (--no-cache: compute everything)
 
 
 # The pinned upstream CRDs shipped with the compiler (each folder's SOURCE.txt names its tag).

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Iterator
 
 from compiler.pipeline.options import Options
 
@@ -38,7 +39,22 @@ def previous_outputs(opts: Options) -> frozenset[str] | None:
         return frozenset(p for p in found if _wanted(p))
     if not out.is_dir():
         return None
-    return frozenset(p.relative_to(out).as_posix() for pattern in PATTERNS for p in out.glob(pattern))
+    return frozenset(_listed(out))
+
+
+def _listed(out: Path) -> Iterator[str]:
+    """The out/-relative paths ``PATTERNS`` match, by listing only ``<cluster>/kueue/`` (a glob of
+    out/ stats every one of its ~70,000 files at 1,000 teams: 0.26 s against 0.08 s)."""
+    with os.scandir(out) as clusters:
+        for c in clusters:
+            if not c.is_dir(follow_symlinks=False):
+                continue
+            try:
+                with os.scandir(os.path.join(c.path, "kueue")) as files:
+                    names = [f.name for f in files if f.is_file(follow_symlinks=False)]
+            except (NotADirectoryError, FileNotFoundError):
+                continue
+            yield from (f"{c.name}/kueue/{n}" for n in names if _wanted(f"{c.name}/kueue/{n}") and n.endswith(".yaml"))
 
 
 def base_ref() -> str | None:

@@ -3,9 +3,9 @@
 Every command runs this one sequence (``compile_policies``; the stages themselves, in order, are
 ``compiler.pipeline.stages.compile_run``). The store decides only where each
 unit's result comes from: ``compiler.cache.store.Store`` (the on-disk cache of ``check`` and
-``build``) returns what an earlier run computed from the same inputs; ``NullStore`` (``validate``,
-``--no-cache``, ``diff``, ``report``, ``explain``, tests, benchmarks) holds nothing, so every unit
-is computed. The result is the same either way (tests/test_incremental.py).
+``build``, ``validate``, ``diff``, ``explain``, ``report``, ``nodes``) returns what an earlier run
+computed from the same inputs; ``NullStore`` (``--no-cache``, tests, benchmarks) holds nothing, so
+every unit is computed. The result is the same either way (tests/test_incremental.py).
 
 Units, by the scope of what they read:
 
@@ -14,10 +14,11 @@ Units, by the scope of what they read:
   keyed by each object's content;
 - *team*: everything the team passes produce for one team on every cluster, rendered and
   verified, keyed by the fleet's and that team's bytes (team passes read no other team:
-  ``compiler.lower``);
+  ``compiler.lower``), with an outline of its Kueue objects for ``diff`` (``stored_unit``);
 - *policy*: the semantic rules, REPORT.md and allocation.json, computed in a second process
   while this one lowers (``compiler.cache.forked``); their errors stop the build before anything
-  is emitted;
+  is emitted. The rules' findings are kept by every input (``checks``): the commands that stop
+  after validate (``explain``, ``report``, ``nodes``) read them instead of running the rules;
 - *output*: ArgoCD objects, GITOPS006, CODEOWNERS and the bootstrap report, which read the merged
   inventories of all units (``compiler.model.inventory``), never the units' objects;
 - *run*: the whole result, keyed by every input: an unchanged tree compiles nothing.
@@ -30,10 +31,10 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from compiler.cache.forked import Pending
-from compiler.cache.records import RunRecord, diag_in, diag_out
+from compiler.cache.records import RunRecord, diag_in, diag_out, outline_in, outline_out
 from compiler.cache.store import NullStore, Store, compiler_fingerprint, digest, tree_fingerprint
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.load.files import read_inputs
@@ -41,6 +42,7 @@ from compiler.load.paths import display_path
 from compiler.model.manifest import Manifest
 from compiler.pipeline.options import Options
 from compiler.pipeline.previous import previous_outputs
+from compiler.pipeline.waivers import expire
 
 if TYPE_CHECKING:
     from compiler.policy.graph import Policy
@@ -83,6 +85,8 @@ class Result:
     verify_stats: dict[str, object] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     cached: str = "none"  # "result" (nothing compiled), "partial" (units reused), "none"
+    units: dict[str, dict[str, str]] = field(default_factory=dict)  # team unit key -> its files' digests
+    outlines: dict[str, dict[str, Manifest]] = field(default_factory=dict)  # shared unit -> out/ path -> outline
 
     @property
     def ok(self) -> bool:
@@ -104,14 +108,48 @@ def no_collections() -> Iterator[None]:
             gc.enable()
 
 
-def compile_policies(opts: Options, store: Store | None = None) -> Result:
-    """Run every stage over the policy directory; nothing here touches ``out/``."""
+def compile_policies(opts: Options, store: Store | None = None, *, shared: frozenset[str] | None = None,
+                     objects: bool = True, reports: bool = True) -> Result:
+    """Run every stage over the policy directory; nothing here touches ``out/``.
+
+    ``objects=False`` (the CLI's validate, check and build, which use the rendered files only):
+    ``Result.manifests`` holds the fleet's and ArgoCD's objects but no team's, so a team's objects
+    are freed once rendered and verified (peak memory at 10,000 teams: bench/README.md).
+    ``reports=False`` (``diff``, which compares objects): no REPORT.md or allocation.json, and the
+    run's result is not stored (it lacks them).
+
+    ``shared`` (``gpupolicy diff``): the team units the other side of the comparison has too. Of
+    those the result holds outlines (``Result.outlines``; a cold store lowers them too); every other unit is lowered, even
+    when stored, so its objects are at hand (in ``Result.manifests``), and the policy is always
+    assembled (no whole-result answer)."""
     with no_collections():
-        result = Run(opts, NullStore() if store is None else store).run()
+        result = Run(opts, NullStore() if store is None else store, shared, objects, reports).run()
         if result is None:  # a stored unit's entry vanished meanwhile
-            result = Run(opts, NullStore()).run()
+            result = Run(opts, NullStore(), shared, objects, reports).run()
             assert result is not None
     return result
+
+
+def fleet_key(fp: str, path: str, data: bytes) -> str:
+    return digest(fp, path, data)
+
+
+def unit_key(fleet: str, path: str, data: bytes) -> str:
+    """A team unit's key: the fleet's (``fleet_key``) and the team file's path and bytes."""
+    return digest(fleet, path, data)
+
+
+def unit_keys(opts: Options) -> frozenset[str]:
+    """The keys of the team units a run over ``opts`` would use, without compiling anything (a
+    file that turns out not to be a team only adds a key no run asks for)."""
+    run = Run(opts, NullStore())
+    inputs, _ = run.read_inputs()
+    fleet = [i for i in inputs if i.is_fleet and i.data is not None]
+    if len(fleet) != 1:
+        return frozenset()
+    run.fingerprint()
+    fk = fleet_key(run.fp, fleet[0].shown, fleet[0].data or b"")
+    return frozenset(unit_key(fk, i.shown, i.data) for i in inputs if not i.is_fleet and i.data is not None)
 
 
 def validated_policy(opts: Options, store: Store | None = None) -> tuple[Policy | None, list[Diagnostic]]:
@@ -123,7 +161,9 @@ def validated_policy(opts: Options, store: Store | None = None) -> tuple[Policy 
     with no_collections():
         run = Run(opts, NullStore() if store is None else store)
         inputs, diags0 = run.read_inputs()
+        run.fingerprint()
         run.previous = previous_outputs(opts)
+        run.key_all = run.key_of(inputs, diags0)
         return validate_run(run, inputs, diags0)
 
 
@@ -137,9 +177,15 @@ class PolicyInput:
 class Run:
     """One run's state: its options, its store, and where each unit's rendered files are."""
 
-    def __init__(self, opts: Options, store: Store) -> None:
+    def __init__(self, opts: Options, store: Store, shared: frozenset[str] | None = None,
+                 objects: bool = True, reports: bool = True) -> None:
         self.opts = opts
         self.store = store
+        self.shared = shared  # compile_policies
+        self.objects = objects
+        self.reports = reports
+        self.kept: list[Manifest] = []  # team units' objects lowered by this run, when ``objects``
+        self.outlines: dict[str, dict[str, Manifest]] = {}
         self.verifier: Verifier | None = None
         self.blobs: dict[str, dict[str, bytes]] = {}  # unit key -> rendered files, loaded lazily
         self.files: dict[str, dict[str, str]] = {}  # unit key -> digests of its files
@@ -148,6 +194,7 @@ class Run:
         self.lowered: list[Manifest] = []
         self.reused = 0  # team units taken from the store
         self.fp = ""  # fingerprint of the compiler, the CRDs and the options: part of every key
+        self.key_all = ""  # every input: the run's key, and its semantic rules' verdict's
         self.previous: frozenset[str] | None = None  # what the clusters hold before the change (GITOPS302)
         self.timings: dict[str, float] = {}
         self.t = time.perf_counter()
@@ -157,19 +204,18 @@ class Run:
         self.timings[stage] = self.timings.get(stage, 0.0) + now - self.t
         self.t = now
 
-    def run(self) -> Result | None:
+    def fingerprint(self) -> None:
         opts = self.opts
-        inputs, diags0 = self.read_inputs()
         crds = tree_fingerprint(opts.crds) if opts.verify else "-"
         self.fp = digest(compiler_fingerprint(), crds, str(opts.crds is None), str(opts.strict), str(opts.verify),
                          display_path(opts.policy_dir, opts.root), display_path(opts.out_dir, opts.root))
-        # The previous out/ is an input of GITOPS302: part of the run's key, so a stored verdict
-        # never outlives the tree it was given on.
-        self.previous = previous_outputs(opts)
-        key_all = digest(self.fp, *[x for i in inputs for x in (i.shown, i.data or b"")],
-                         *[repr(diag_out(d)) for d in diags0], repr(sorted(self.previous or ())),
-                         str(self.previous is None))
-        stored = self.store.get("result", key_all)
+
+    def run(self) -> Result | None:
+        inputs, diags0 = self.read_inputs()
+        self.fingerprint()
+        self.previous = previous_outputs(self.opts)
+        key_all = self.key_all = self.key_of(inputs, diags0)
+        stored = None if self.shared is not None or not self.reports else self.store.get("result", key_all)
         if stored is not None:
             self.lap("load")
             return self.output(RunRecord.of(stored), "result")
@@ -178,9 +224,31 @@ class Run:
         from compiler.pipeline.stages import compile_run
 
         rec = compile_run(self, inputs, diags0)
-        self.store.put("result", key_all, rec.plain())
-        self.store.prune(("result", "load", "pos", "unit", "files", "blob", "schemas"))
+        self.store.used.add(("checks", key_all))  # written by the child that ran the rules
+        if self.reports:
+            self.store.put("result", key_all, rec.plain())
+        self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas"))
         return self.output(rec, "partial" if self.reused else "none")
+
+    def key_of(self, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> str:
+        """The key of every input. The previous out/ is an input of GITOPS302: part of the key,
+        so a stored verdict never outlives the tree it was given on."""
+        return digest(self.fp, *[x for i in inputs for x in (i.shown, i.data or b"")],
+                      *[repr(diag_out(d)) for d in diags0], repr(sorted(self.previous or ())),
+                      str(self.previous is None))
+
+    def semantic(self, policy: Policy) -> list[Diagnostic]:
+        """The semantic rules' findings on the whole policy (before waivers) for the commands that
+        stop after validate (``explain``, ``report``, ``nodes``): from the store when one of them
+        ran on the same inputs, else computed and kept. Keyed by every input (``key_of``)."""
+        stored = self.store.get("checks", self.key_all)
+        if stored is not None:
+            return [diag_in(d) for d in stored]
+        from compiler.validate import run_checks
+
+        found = run_checks(policy)
+        self.store.put("checks", self.key_all, [diag_out(d) for d in found])
+        return found
 
     def output(self, rec: RunRecord, how: str) -> Result | None:
         where: dict[str, str] = {}
@@ -189,14 +257,45 @@ class Run:
             files = self.files[key] if key in self.files else self.store.get("files", key)  # {}: a unit rendering nothing
             if files is None:
                 return None
+            self.files[key] = files
             digests.update(files)  # C loops: 72,000 files on the 1,000-team benchmark
             where.update(dict.fromkeys(files, key))
         digests.update(rec.inline)
         where.update(dict.fromkeys(rec.inline, rec.glob))
         self.lap("report" if how != "result" else "result")
-        return Result([diag_in(d) for d in rec.diags], rec.failed, self.policy,
+        # waiver expiry depends on the date, so it is decided here on every run, never stored
+        return Result(expire(diag_in(d) for d in rec.diags), rec.failed, self.policy,
                       sorted(self.lowered, key=Manifest.sort_key), digests, _Files(digests, self.fetch(where)),
-                      rec.repo, rec.n, rec.stats, self.timings, how)
+                      rec.repo, rec.n, rec.stats, self.timings, how, {k: self.files.get(k, {}) for k in rec.units},
+                      self.outlines)
+
+    def stored_unit(self, key: str) -> Any | None:
+        """A team unit's stored record, or None to compute it. A diff (``shared``) takes a shared
+        unit with its outline and computes every other one, for its objects."""
+        if self.shared is None:
+            return self.store.get("unit", key)
+        if key not in self.shared:
+            return None
+        outline = self.store.get("outline", key)
+        if outline is None:
+            return None
+        stored = self.store.get("unit", key)
+        if stored is not None:
+            self.outlines[key] = dict(map(outline_in, outline))
+        return stored
+
+    def unit_lowered(self, key: str, manifests: list[Manifest]) -> None:
+        """A team unit computed by this run: its objects are kept (``objects``) and its outline
+        stored (a later diff takes the unit from the store with it); a diff also keeps a shared
+        unit's outline, the same the other side may have read from the store."""
+        if self.objects:
+            self.kept += manifests
+        if self.shared is None and self.store.off:
+            return
+        outline = [o for o in map(outline_out, manifests) if o is not None]
+        self.store.put("outline", key, outline)
+        if self.shared is not None and key in self.shared:
+            self.outlines[key] = dict(map(outline_in, outline))
 
     def fetch(self, where: dict[str, str]) -> Callable[[str], bytes]:
         def get(rel: str) -> bytes:

@@ -31,7 +31,8 @@ from compiler.lower import lower_cluster, lower_delivery, lower_team
 from compiler.model.inventory import Inventory
 from compiler.model.manifest import Manifest
 from compiler.model.schemas import render_schemas
-from compiler.pipeline.run import PolicyInput, Run
+from compiler.pipeline.run import PolicyInput, Run, fleet_key, unit_key
+from compiler.pipeline.waivers import expire
 from compiler.policy.graph import Policy
 from compiler.policy.multikueue_topology import check_manifests
 from compiler.report.codeowners import render_codeowners
@@ -40,6 +41,7 @@ from compiler.report.policy_report import policy_reports
 from compiler.validate import assemble_policy, run_checks
 from compiler.validate.cascade import recoverable
 from compiler.validate.relations import check_output_path
+from compiler.validate.waivers import apply_waivers
 from compiler.verify.context import VerifyStats
 from compiler.verify.ops import check_runtime
 from compiler.verify.run import Verifier, run_level
@@ -53,7 +55,7 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
         # The policy-scope unit runs in a second process while this one lowers. Its errors stop
         # the build before anything is emitted; lowering a policy they reject may fail, so
         # failures wait for their verdict.
-        checks = in_child(whole_policy, policy)
+        checks = in_child(whole_policy, policy, run)
         run.children.append(checks)
         run.lap("validate")
         try:
@@ -91,7 +93,8 @@ def validate_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) 
     policy, diags = assemble(run, inputs, diags0)
     if policy is None:
         return None, diags
-    checked = run_checks(policy)
+    # the rules' verdict may come from the store (run.semantic); waivers and expiry apply now
+    checked = expire(apply_waivers(policy, run.semantic(policy)))
     return (None if has_errors(checked) else policy), diags + checked
 
 
@@ -150,11 +153,12 @@ def _positions(run: Run, key: str, shown: str, data: bytes) -> Callable[[], Posi
 # -- validate: the policy-scope unit -------------------------------------------------------
 
 
-def whole_policy(policy: Policy) -> tuple[list[DiagRecord], dict[str, bytes] | None]:
-    """The semantic rules, then (if they pass) REPORT.md and allocation.json: one child process,
+def whole_policy(policy: Policy, run: Run) -> tuple[list[DiagRecord], dict[str, bytes] | None]:
+    """The semantic rules (their findings kept in the store for explain, report and nodes:
+    ``Run.semantic``), then (if they pass) REPORT.md and allocation.json: one child process,
     and the DRA proofs both need are computed once."""
-    found = run_checks(policy)
-    return [diag_out(d) for d in found], None if has_errors(found) else policy_reports(policy)
+    found = apply_waivers(policy, run.semantic(policy))  # a waived error does not withhold the reports
+    return [diag_out(d) for d in found], None if has_errors(found) or not run.reports else policy_reports(policy)
 
 
 # -- lower, verify, emit, report ------------------------------------------------------------
@@ -169,26 +173,30 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
     # output-scope passes over the merged inventory
     fresh: list[Manifest] = [m for c in clusters for m in lower_cluster(policy, c)]
     inventory = Inventory.of(fresh)
-    units: list[tuple[str, UnitRecord | None]] = []
-    new: dict[str, tuple[list[Manifest], Inventory]] = {}
-    fleet_key = digest(run.fp, policy.fleet_src.path, raw[policy.fleet_src.path])  # hashed once
+    units: list[tuple[str, UnitRecord]] = []
+    if opts.verify:
+        run.verifier = Verifier(policy, opts.crds, strict=opts.strict)
+    fleet = fleet_key(run.fp, policy.fleet_src.path, raw[policy.fleet_src.path])  # hashed once
     for team in policy.teams:
-        key = digest(fleet_key, team.path, raw[team.path])
-        stored = run.store.get("unit", key)
+        key = unit_key(fleet, team.path, raw[team.path])
+        stored = run.stored_unit(key)
         rec = None if stored is None else UnitRecord.of(stored)
         if rec is not None:
             run.reused += 1
-            run.store.used.update({("files", key), ("blob", key)})  # live, though not read now
+            run.store.used.update({("files", key), ("blob", key), ("outline", key)})  # live, though not read now
             inventory.merge(Inventory.from_record(rec.inventory))
-        else:
+        else:  # rendered and verified at once: one team's objects alive at a time (issue 21, RSS)
             ms = [m for c in clusters for m in lower_team(policy, team, c)]
-            new[key] = (ms, Inventory.of(ms))
-            inventory.merge(new[key][1])
+            team_inventory = Inventory.of(ms)
+            run.lap("lower")
+            rec = new_unit(run, key, ms, team_inventory)
+            run.lap("verify")
+            inventory.merge(team_inventory)
         units.append((key, rec))
     argocd = lower_delivery(policy, inventory)
     fresh += argocd
     run.policy = policy
-    run.lowered = fresh + [m for ms, _ in new.values() for m in ms]
+    run.lowered = fresh + run.kept
     shown_out = display_path(opts.out_dir, opts.root)
     owners = in_child(render_codeowners, policy, inventory, display_path(opts.policy_dir, opts.root), shown_out)
     run.children.append(owners)
@@ -203,12 +211,9 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
     stats: list[StatsRecord] = []
     found: list[Diagnostic] = []
     if opts.verify:
-        run.verifier = Verifier(policy, opts.crds, strict=opts.strict)
         found += verify_objects(run, fresh, inline, stats)
     seen = set(inline)
     for key, rec in units:
-        if rec is None:
-            rec = new_unit(run, key, *new[key])
         found += [diag_in(d) for d in rec.diags]
         stats.append(rec.stats)
         run.files[key] = rec.files
@@ -225,13 +230,14 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
         return RunRecord.failure(base + checked)
     diags += checked
     run.lap("validate")
+    diags = apply_waivers(policy, diags, inventory, final=True, verified=opts.verify)  # every finding is in
     if opts.verify and has_errors(diags, strict=opts.strict):
         return RunRecord.failure(diags, stats_sum(stats))
 
     # report: the policy-scope and output-scope files, CODEOWNERS, the schemas
     reports = checks()[1]
-    assert reports is not None
-    inline.update(reports)
+    assert reports is not None or not run.reports
+    inline.update(reports or {})
     inline.update(argocd_reports(policy, inventory, argocd))
     inline_digests = {rel: content_digest(data) for rel, data in inline.items()}
     glob = digest("inline", *[x for kv in sorted(inline_digests.items()) for x in kv])
@@ -258,6 +264,7 @@ def new_unit(run: Run, key: str, flat: list[Manifest], inventory: Inventory) -> 
     rec = UnitRecord(inventory.to_record(), {rel: content_digest(data) for rel, data in files.items()},
                      [diag_out(d) for d in diags], stats)
     run.store.put("unit", key, rec.plain())
+    run.unit_lowered(key, flat)
     run.store.put("files", key, rec.files)
     run.store.put("blob", key, files, compress=True)
     run.blobs[key] = files

@@ -2,13 +2,20 @@
 
 The policy directory at ``<git-ref>`` is extracted with ``git archive`` into a temporary
 directory (the user's work tree and index are never touched), both sides are compiled in memory
-(no verify: ``validate`` is the gate, this is the explanation), then compared:
+with the command's options (as ``check`` compiles), then compared:
 
 - per team and cluster: guaranteed / borrowable / lendable GPUs per class (the one allocation
   model), isolation, priority, department, namespaces, serving deployments;
 - the fleet: capacity per cluster and class, pinned versions, priority tiers;
 - the rendered manifests: added / removed / modified, each with a short unified YAML diff;
 - flags for changes a sync cannot apply in place or that need an order (``compiler.tools.diff_flags``).
+
+Both sides compile through the repository's store (``.gpupolicy-cache/``, unless
+``--no-cache``), whose units ``check`` (the pre-commit hook) has mostly filled. A team unit both sides share (same fleet and team bytes) renders the same objects
+on both: its files are compared by digest and its objects enter the flags as outlines (identity
+and references, ``compiler.cache.records.outline_out``), which is all the flags read of an object
+that did not change. Every other unit is lowered, so after a one-team edit the base costs about
+one team, not the organisation; a cold store computes everything, with the same report.
 
 Rendering (markdown for a PR comment, json, text) is ``compiler.tools.diff_render``.
 """
@@ -20,15 +27,17 @@ import io
 import subprocess
 import tarfile
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from compiler.cache.store import NullStore, Store
 from compiler.diagnostics import Diagnostic, UsageError, has_errors
-from compiler.emit.tree import render_tree
+from compiler.load.paths import display_path
 from compiler.model.manifest import Manifest
 from compiler.pipeline.options import Options
-from compiler.pipeline.run import compile_policies
+from compiler.pipeline.run import compile_policies, unit_keys
 from compiler.policy.graph import Policy
 from compiler.policy.priorities import team_priorities
 from compiler.tools.diff_flags import Flag, find_flags
@@ -39,8 +48,9 @@ DIFF_LINES = 40  # per modified manifest
 @dataclass
 class Side:
     policy: Policy | None
-    manifests: dict[str, Manifest]  # out-relative path -> manifest
-    files: dict[str, bytes]
+    manifests: dict[str, Manifest]  # out-relative path -> manifest (an outline for a shared unit's)
+    digests: dict[str, str]  # out-relative path -> digest of every rendered object's file
+    files: Mapping[str, bytes]  # the same paths -> bytes, read when asked for
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
@@ -105,11 +115,28 @@ def extract_base(root: Path, policy_dir: Path, ref: str, dest: Path) -> tuple[Pa
     return base_root, base_policy, True
 
 
-def compile_side(root: Path, policy_dir: Path) -> Side:
-    res = compile_policies(Options(root=root, policy_dir=policy_dir, out_dir=root / "out", verify=False))
-    if res.policy is None or has_errors(res.diagnostics):
-        return Side(None, {}, {}, res.diagnostics)
-    return Side(res.policy, {m.relpath: m for m in res.manifests}, render_tree(res.manifests), res.diagnostics)
+def side_options(opts: Options, root: Path, policy_dir: Path) -> Options:
+    """The command's options for a tree at ``root``: the same keys as ``check`` there, so the
+    units it stored serve both sides."""
+    out = Path(display_path(opts.out_dir, opts.root))
+    return replace(opts, root=root, policy_dir=policy_dir, out_dir=root / out)
+
+
+def compile_side(opts: Options, store: Store | None = None, shared: frozenset[str] = frozenset()) -> Side:
+    """One side, its units in ``shared`` as outlines (``compiler.pipeline.run.compile_policies``)."""
+    res = compile_policies(opts, store, shared=shared, reports=False)
+    if res.policy is None or res.failed or has_errors(res.diagnostics):  # failed: also --strict warnings
+        return Side(None, {}, {}, {}, res.diagnostics)
+    objects = {m.relpath: m for m in res.manifests}  # in a cold store, shared units' too: outlines replace them
+    files = dict.fromkeys(objects)
+    for key in shared:
+        unit = res.units.get(key, {})  # {}: a shared file that is no team unit (a run would have failed)
+        files.update(unit)
+        for path in unit:
+            objects.pop(path, None)
+        objects.update(res.outlines.get(key, {}))
+    digests = {p: res.out_digests[p] for p in sorted(files)}
+    return Side(res.policy, objects, digests, res.out_files, res.diagnostics)
 
 
 def _rows(policy: Policy | None) -> dict[tuple[str, str, str], Row]:
@@ -152,10 +179,13 @@ def team_deltas(base: Policy | None, head: Policy | None) -> list[TeamDelta]:
     old_rows, new_rows = _rows(base), _rows(head)
     old_teams = {t.name for t in base.teams} if base else set()
     new_teams = {t.name for t in head.teams} if head else set()
+    by_team: dict[str, set[tuple[str, str, str]]] = {}
+    for k in old_rows.keys() | new_rows.keys():
+        by_team.setdefault(k[0], set()).add(k)
     out = []
     for team in sorted(old_teams | new_teams):
         d = TeamDelta(team, "added" if team not in old_teams else "removed" if team not in new_teams else "changed")
-        keys = sorted({k for k in old_rows | new_rows if k[0] == team})
+        keys = sorted(by_team.get(team, ()))
         for k in keys:
             o, n = old_rows.get(k), new_rows.get(k)
             if o != n:
@@ -179,23 +209,33 @@ def team_deltas(base: Policy | None, head: Policy | None) -> list[TeamDelta]:
     return out
 
 
+def _fleet_leaves(value: Any, prefix: str) -> dict[str, Any]:
+    """The fleet spec's leaves by path; list items that have a ``name`` keyed by it
+    (``departments[research].defaults.borrow``), so a reorder is no change and an edit names its item."""
+    if isinstance(value, dict) and value:  # an empty one stays a leaf: an item added bare still shows
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_fleet_leaves(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(value, list) and value and all(isinstance(v, dict) and "name" in v for v in value):
+        out = {}
+        for v in value:
+            out.update(_fleet_leaves({k: x for k, x in v.items() if k != "name"}, f"{prefix}[{v['name']}]"))
+        return out
+    return {prefix: value}
+
+
 def _fleet_facts(policy: Policy | None) -> dict[str, Any]:
+    """Every leaf of the fleet file, plus the capacity it yields per cluster and class. Counting
+    only chosen facts (capacity, versions, tiers, weights) reported a change of
+    ``defaults.budget`` as "0 fleet change(s)" while it re-rendered every queue."""
     if policy is None:
         return {}
     facts: dict[str, Any] = {}
     for cname, by_id in policy.classes.items():
         for cid, cls in by_id.items():
             facts[f"capacity {cname}/{cid}"] = cls.capacity
-    spec = policy.fleet.spec
-    for k, v in _flatten(spec.versions.model_dump(by_alias=True, exclude_none=True)).items():
-        facts[f"versions.{k}"] = v
-    for c in spec.clusters:
-        for k, v in _flatten(c.versions.model_dump(by_alias=True, exclude_none=True)).items():
-            facts[f"cluster {c.name} versions.{k}"] = v
-    for p in spec.priorities:
-        facts[f"priority {p.name}"] = p.value
-    for d in spec.departments:
-        facts[f"department {d.name} weight"] = d.weight
+    facts.update(_fleet_leaves(policy.fleet.spec.model_dump(by_alias=True, mode="json", exclude_none=True), ""))
     return facts
 
 
@@ -213,10 +253,10 @@ def unified(path: str, old: bytes, new: bytes, limit: int = DIFF_LINES) -> str:
 
 
 def build_report(ref: str, base: Side, head: Side, base_note: str | None, out_prefix: str) -> DiffReport:
-    old, new = base.files, head.files
+    old, new = base.digests, head.digests
     added = [out_prefix + p for p in sorted(set(new) - set(old))]
     removed = [out_prefix + p for p in sorted(set(old) - set(new))]
-    modified = [(out_prefix + p, unified(out_prefix + p, old[p], new[p]))
+    modified = [(out_prefix + p, unified(out_prefix + p, base.files[p], head.files[p]))
                 for p in sorted(set(old) & set(new)) if old[p] != new[p]]
     return DiffReport(
         base=ref, base_note=base_note, teams=team_deltas(base.policy, head.policy),
@@ -227,18 +267,28 @@ def build_report(ref: str, base: Side, head: Side, base_note: str | None, out_pr
 
 def run_diff(opts: Options, ref: str) -> tuple[DiffReport | None, list[Diagnostic]]:
     """Compile base and head; None when the working tree does not compile."""
-    head = compile_side(opts.root, opts.policy_dir)
-    if head.policy is None:
-        return None, head.diagnostics
+    store = Store(opts.root) if opts.cache else NullStore()
     note = None
     with tempfile.TemporaryDirectory(prefix="gpupolicy-diff-") as tmp:
-        base_root, base_policy, existed = extract_base(opts.root, opts.policy_dir, ref, Path(tmp))
+        # the base is extracted first: the units both sides share are known before either compiles
+        try:
+            base_root, base_policy, existed = extract_base(opts.root, opts.policy_dir, ref, Path(tmp))
+        except UsageError:
+            head = compile_side(opts, store)
+            if head.policy is None:  # a working tree that does not compile is said first
+                return None, head.diagnostics
+            raise
+        base_opts = side_options(opts, base_root, base_policy)
+        shared = unit_keys(opts) & unit_keys(base_opts) if existed else frozenset()
+        head = compile_side(opts, store, shared)
+        if head.policy is None:
+            return None, head.diagnostics
         if existed:
-            base = compile_side(base_root, base_policy)
+            base = compile_side(base_opts, store, shared)
             if base.policy is None:
                 note = f"the policies at {ref} do not compile; every object is shown as added"
         else:
-            base = Side(None, {}, {})
+            base = Side(None, {}, {}, {})
             note = f"no policy directory at {ref}; every object is shown as added"
     try:
         prefix = opts.out_dir.resolve().relative_to(opts.root.resolve()).as_posix() + "/"

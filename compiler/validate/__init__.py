@@ -14,7 +14,9 @@ from compiler.validate.driver import run_checks
 from compiler.validate.mig import pool_mig_instances
 from compiler.validate.schema import parse_fleet, parse_team
 
-MAX_TEAMS = 5000
+# A guard against a runaway policy directory, above the largest organisation the compiler is
+# measured at (issue 21: 10,000 teams x 50 clusters, bench/README.md).
+MAX_TEAMS = 20_000
 
 
 __all__ = ["assemble_policy", "build_policy", "run_checks"]

@@ -42,7 +42,7 @@ Duration = str
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class LabelSelectorRequirement(_Strict):
