@@ -40,9 +40,12 @@ validate: $(STAMP)
 schema: $(STAMP)
 	$(BIN)/gpupolicy schema
 
-# docs/rules/: one page per rule, from the registry (tests/test_rule_docs.py fails when stale)
+# docs/rules/: one page per rule, and compiler/rules_index.json, which `gpupolicy rules` reads
+# instead of importing the registry; both from the registry (tests/test_rule_docs.py and
+# tests/test_rules_index.py fail when stale)
 docs: $(STAMP)
 	$(BIN)/gpupolicy rules --docs docs/rules
+	$(BIN)/python -m compiler.report.rule_index
 
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy

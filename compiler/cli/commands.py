@@ -294,23 +294,23 @@ def cmd_rule_docs(directory: Path) -> int:
 
 
 def cmd_rules(examples: bool, fmt: str = "text") -> int:
-    from compiler.rules import all_rules
+    """``rules``: from compiler/rules_index.json, not the registry, whose import (pydantic, every
+    stage) would be most of this command's start-up (issue #21); the index is tested equal to it."""
+    from compiler.report.rule_index import rule_entries
 
     if fmt == "json":
         import json
 
         from compiler.diagnostics import rule_url
 
-        rules = [{"id": r.id, "area": r.area, "severity": r.severity.value, "scope": r.scope.value,
-                  "summary": r.summary, "pass": r.passing, "fail": r.failing, "url": rule_url(r.id)}
-                 for r in all_rules().values()]
+        rules = [{**entry, "url": rule_url(entry["id"])} for entry in rule_entries()]
         sys.stdout.write(json.dumps(rules, indent=2) + "\n")
         return EXIT_OK
-    for rule in all_rules().values():
-        print(f"{rule.id}  [{rule.severity.value}] {rule.summary}")
+    for entry in rule_entries():
+        print(f"{entry['id']}  [{entry['severity']}] {entry['summary']}")
         if examples:
-            print("    PASS:\n" + "\n".join("      " + line for line in rule.passing.splitlines()))
-            print("    FAIL:\n" + "\n".join("      " + line for line in rule.failing.splitlines()))
+            print("    PASS:\n" + "\n".join("      " + line for line in entry["pass"].splitlines()))
+            print("    FAIL:\n" + "\n".join("      " + line for line in entry["fail"].splitlines()))
     return EXIT_OK
 
 

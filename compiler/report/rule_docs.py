@@ -5,6 +5,8 @@ of a finding needs: what the rule checks and why (its summary, the docstrings of
 the module that declares it), PASS and FAIL examples, who fixes it where, and whether and how it
 can be waived (``compiler.validate.waivers``). ``gpupolicy rules --docs docs/rules`` (``make docs``)
 writes them; ``tests/test_rule_docs.py`` fails when the committed pages differ from what this renders.
+``make docs`` also writes compiler/rules_index.json (``compiler.report.rule_index``), the list that
+``gpupolicy rules`` prints without importing the registry.
 
 Rule text is compiler source, not policy input, but it is still escaped for markdown: summaries
 name paths such as ``teams/<team>.yaml``, which GitHub would otherwise take for an HTML tag.
