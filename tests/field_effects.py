@@ -110,14 +110,14 @@ def unshadowed(site: Site, leaf: LeafField) -> Iterator[Site]:
 
 
 # -- other values ----------------------------------------------------------------------------------------
-def _constraints(leaf: LeafField) -> list[Any]:
+def constraints(leaf: LeafField) -> list[Any]:
+    """The field's constraint objects (``Field`` metadata and those of nested ``Annotated`` types)."""
     found: list[Any] = list(leaf.info.metadata)
 
     def dig(tp: Any) -> None:
         if typing.get_origin(tp) is typing.Annotated:
             found.extend(typing.get_args(tp)[1:])
-            dig(typing.get_args(tp)[0])
-        for arg in typing.get_args(tp):
+        for arg in typing.get_args(tp):  # the annotated type itself too
             dig(arg)
 
     dig(leaf.info.annotation)
@@ -126,7 +126,7 @@ def _constraints(leaf: LeafField) -> list[Any]:
 
 def _numbers(leaf: LeafField) -> list[float]:
     out: list[float] = []
-    for c in _constraints(leaf):
+    for c in constraints(leaf):
         for attr in ("ge", "le", "gt", "lt"):
             v = getattr(c, attr, None)
             if isinstance(v, (int, float)) and not isinstance(c, at.MinLen):

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import pytest
 from conftest import REPO
-from field_effects import REMOVE, Site, apply, sites
+from field_effects import REMOVE, Site, apply, constraints, sites
 from field_seeds import Files, Scenario
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ValidationError
@@ -59,23 +59,10 @@ SHAPED = ["", "1.34", "1.19", "1.20", "1.40", "1.41", "v0.19.2", "0.19", "0.4.1"
 SCALARS: list[Any] = [None, True, False, 0, 1, -1, 1.5, 8.0, [], {}]
 
 
-def _constraints(leaf: LeafField) -> list[Any]:
-    found: list[Any] = list(leaf.info.metadata)
-
-    def dig(tp: Any) -> None:
-        if typing.get_origin(tp) is typing.Annotated:
-            found.extend(typing.get_args(tp)[1:])
-        for arg in typing.get_args(tp):
-            dig(arg)
-
-    dig(leaf.info.annotation)
-    return found
-
-
 def _bounds(leaf: LeafField) -> list[Any]:
     """Every numeric bound of the field with its neighbours, and strings at each length bound."""
     out: list[Any] = []
-    for c in _constraints(leaf):
+    for c in constraints(leaf):
         for attr in ("ge", "le", "gt", "lt"):
             v = getattr(c, attr, None)
             if isinstance(v, (int, float)) and not isinstance(v, bool):

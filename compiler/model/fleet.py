@@ -275,7 +275,7 @@ class FleetSpec(Strict):
     gitops: GitOps
     catalog: dict[DnsLabel, GpuModelSpec] = {}
     clusters: Annotated[list[Cluster], Field(min_length=1, max_length=100)]
-    departments: Annotated[list[Department], Field(min_length=1, max_length=1000)]
+    departments: Annotated[list[Department], Field(min_length=1, max_length=5000)]
     priorities: list[PriorityTier] = []
     data_classes: Annotated[list[DataClass], Field(min_length=1)]
     admission: Admission = Admission()
