@@ -353,3 +353,93 @@ def test_diff_outlines_stand_for_shared_units_in_the_flags() -> None:
     head_outlined = {p: base_outlined[p] for p in head}
     assert find_flags(base_real, head) == find_flags(base_outlined, head_outlined)
     assert any(f.kind == "in-use" for f in find_flags(base_real, head))
+
+
+def _codeowners_cases(tmp_path: Path) -> list[Path]:
+    """The demo, a generated organisation and the golden cases, copied (a store is written)."""
+    from bench.generate import generate
+
+    generate(40, 4, tmp_path / "org")
+    roots = [copy_demo(tmp_path), tmp_path / "org"]
+    for case in CASES:
+        shutil.copytree(GOLDEN / case / "policies", tmp_path / case / "policies")
+        roots.append(tmp_path / case)
+    return roots
+
+
+def test_codeowners_from_unit_parts_equals_the_whole_inventory(tmp_path: Path, crds_dir: Path) -> None:
+    """CODEOWNERS merged from the parts stored with each team unit (each computed from its
+    team's files alone) == CODEOWNERS over the merged inventory with every team known; and a
+    team unit's objects derive from the fleet and that team's file only (what makes its part a
+    function of the unit's key)."""
+    from compiler.load.paths import display_path
+    from compiler.lower import lower_team
+    from compiler.model.inventory import Inventory
+    from compiler.report.codeowners import merged_outputs, owned_part, render_codeowners, team_outputs
+
+    for root in _codeowners_cases(tmp_path):
+        opts = _opts(root, verify=False)
+        res = compile_policies(opts, Store(root))  # a cold store: every unit's part computed, merged
+        policy = res.policy
+        assert policy is not None and not res.failed, root
+        whole = render_codeowners(policy, Inventory.of(res.manifests), display_path(opts.policy_dir, root),
+                                  display_path(opts.out_dir, root))
+        assert res.repo_files[".github/CODEOWNERS"] == whole, root
+        for team in policy.teams:
+            for c in sorted(policy.clusters):
+                for m in lower_team(policy, team, c):
+                    assert set(m.sources) <= {policy.fleet_src.path, team.path}, (root, m.relpath, m.sources)
+        # any split of the files into parts merges to the same patterns
+        inv = Inventory.of(res.manifests)
+        team_of = {t.path: t.name for t in policy.teams}
+        chunks = [inv.files[i::3] for i in range(3)]
+        parts = [marshal.loads(marshal.dumps(owned_part(ch, team_of))) for ch in chunks]
+        assert merged_outputs(parts, "out") == team_outputs(policy, inv, "out"), root
+        assert any(team_outputs(policy, inv, "out").values()), root
+
+
+def test_one_team_edit_recomputes_one_codeowners_part(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a one-team edit only that team's unit computes its CODEOWNERS part (the fleet-scope
+    files' part is computed on every run); the file equals the uncached one (``_check``)."""
+    import compiler.pipeline.stages as stages
+
+    _check(demo, "none")
+    calls: list[int] = []
+    real = stages.owned_part
+    monkeypatch.setattr(stages, "owned_part", lambda files, team_of: calls.append(len(team_of)) or real(files, team_of))
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    inc = compile_policies(_opts(demo), Store(demo))
+    assert inc.cached == "partial"
+    n_teams = len(list((demo / "policies/teams").glob("*.yaml")))
+    assert calls == [n_teams, 1], calls  # the fleet's part (every team known), then vision's unit
+    monkeypatch.undo()
+    _same(inc, compile_policies(_opts(demo)))
+
+
+def test_ops_model_from_unit_parts_equals_the_whole_inventory(tmp_path: Path, crds_dir: Path) -> None:
+    """The OPS model built from the file facts of consecutive runs of files (the fleet's, then
+    each team unit's, as stored) == the model read from every inventory row, and so are the OPS
+    findings; an OPS004 finding names its namespace's creators in file order either way."""
+    from compiler.model.inventory import Inventory
+    from compiler.verify.ops import check_runtime
+    from compiler.verify.runtime import file_facts, fleet_runtime, merge_facts
+
+    for root in _codeowners_cases(tmp_path):
+        res = compile_policies(_opts(root, verify=False))
+        policy = res.policy
+        assert policy is not None, root
+        whole = Inventory.of(res.manifests)
+        first = sorted(policy.clusters)[0]  # without its Namespace files: OPS004 on that cluster
+        cut = Inventory(whole.count, whole.folders, whole.admission_checks, whole.queue_checks,
+                        [r for r in whole.files if not (r[1] == first and "/namespace._." in r[0])])
+        for inv in (whole, cut):
+            rows = inv.files
+            cuts = sorted({0, len(rows), *range(0, len(rows), max(1, len(rows) // 7))})
+            parts = [marshal.loads(marshal.dumps(file_facts(rows[a:b]))) for a, b in zip(cuts, cuts[1:])]
+            merged = merge_facts(parts)
+            assert merged == file_facts(rows), root
+            assert fleet_runtime(policy, res.manifests, inv, merged) == fleet_runtime(policy, res.manifests, inv), root
+            found = [str(d) for d in check_runtime(policy, res.manifests, inv, merged)]
+            assert found == [str(d) for d in check_runtime(policy, res.manifests, inv)], root
+            assert merge_facts(parts) == merged, root  # the parts were not changed by merging
+            assert (inv is whole) == ("OPS004" not in " ".join(found)), root

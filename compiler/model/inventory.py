@@ -19,6 +19,7 @@ from compiler.model.targets import group_of
 
 # Controllers that own a Deployment's replicas: (apiVersion group, kind) of the scaler.
 SCALERS = frozenset({("autoscaling", "HorizontalPodAutoscaler"), ("keda.sh", "ScaledObject")})
+FileRow = tuple[str, str, str | None, tuple[str, ...]]  # (out/-relative path, cluster, namespace, sources)
 
 
 @dataclass
@@ -44,7 +45,7 @@ class Inventory:
     admission_checks: dict[tuple[str, str], str] = field(default_factory=dict)  # (cluster, name) -> controller
     queue_checks: list[tuple[str, str, tuple[str, ...], str]] = field(default_factory=list)
     """(cluster, ClusterQueue, its admission checks, the policy file it comes from last), when it has any."""
-    files: list[tuple[str, str, str | None, tuple[str, ...]]] = field(default_factory=list)
+    files: list[FileRow] = field(default_factory=list)
     """(out/-relative path, cluster, namespace, sources) of every object but ArgoCD's."""
 
     @classmethod

@@ -35,7 +35,7 @@ from compiler.pipeline.run import PolicyInput, Run, fleet_key, unit_key
 from compiler.pipeline.waivers import expire
 from compiler.policy.graph import Policy
 from compiler.policy.multikueue_topology import check_manifests
-from compiler.report.codeowners import render_codeowners
+from compiler.report.codeowners import OwnedPart, owned_part, render_codeowners
 from compiler.report.gitops import argocd_reports
 from compiler.report.policy_report import policy_reports
 from compiler.validate import assemble_policy, run_checks
@@ -45,6 +45,7 @@ from compiler.validate.waivers import apply_waivers
 from compiler.verify.context import VerifyStats
 from compiler.verify.ops import check_runtime
 from compiler.verify.run import Verifier, run_level
+from compiler.verify.runtime import FileFacts, file_facts, merge_facts
 
 
 def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> RunRecord:
@@ -173,6 +174,11 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
     # output-scope passes over the merged inventory
     fresh: list[Manifest] = [m for c in clusters for m in lower_cluster(policy, c)]
     inventory = Inventory.of(fresh)
+    # CODEOWNERS and the OPS model: the fleet-scope files' parts now, each team unit's stored with
+    # it. Without a store CODEOWNERS reads the merged inventory in its child, off the critical path.
+    keep = not run.store.off
+    owner_parts: list[OwnedPart] = [owned_part(inventory.files, {t.path: t.name for t in policy.teams})] if keep else []
+    runtime_parts: list[FileFacts] = [file_facts(inventory.files)]
     units: list[tuple[str, UnitRecord]] = []
     if opts.verify:
         run.verifier = Verifier(policy, opts.crds, strict=opts.strict)
@@ -189,19 +195,24 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
             ms = [m for c in clusters for m in lower_team(policy, team, c)]
             team_inventory = Inventory.of(ms)
             run.lap("lower")
-            rec = new_unit(run, key, ms, team_inventory)
+            owned = owned_part(team_inventory.files, {team.path: team.name}) if keep else ({}, {}, {})
+            rec = new_unit(run, key, ms, team_inventory, owned, file_facts(team_inventory.files))
             run.lap("verify")
             inventory.merge(team_inventory)
         units.append((key, rec))
+        owner_parts.append(rec.owners)
+        runtime_parts.append(rec.runtime)
     argocd = lower_delivery(policy, inventory)
     fresh += argocd
     run.policy = policy
     run.lowered = fresh + run.kept
     shown_out = display_path(opts.out_dir, opts.root)
-    owners = in_child(render_codeowners, policy, inventory, display_path(opts.policy_dir, opts.root), shown_out)
+    owners = in_child(render_codeowners, policy, owner_parts if keep else inventory,
+                      display_path(opts.policy_dir, opts.root), shown_out)
     run.children.append(owners)
     diags += check_manifests(policy, inventory)
-    diags += check_runtime(policy, fresh, inventory)  # OPS: what ArgoCD syncs must also run
+    # OPS: what ArgoCD syncs must also run (the parts in the inventory's order of files)
+    diags += check_runtime(policy, fresh, inventory, merge_facts(runtime_parts))
     diags += check_output_path(policy, shown_out)  # GITOPS401
     run.lap("lower")
 
@@ -253,7 +264,8 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
                      inventory.count, stats_sum(stats) if opts.verify else {})
 
 
-def new_unit(run: Run, key: str, flat: list[Manifest], inventory: Inventory) -> UnitRecord:
+def new_unit(run: Run, key: str, flat: list[Manifest], inventory: Inventory, owners: OwnedPart,
+             runtime: FileFacts) -> UnitRecord:
     """A team unit computed: its objects rendered and verified, then stored."""
     files = {m.relpath: render_manifest(m) for m in flat}
     diags: list[Diagnostic] = []
@@ -262,7 +274,7 @@ def new_unit(run: Run, key: str, flat: list[Manifest], inventory: Inventory) -> 
         diags, verified = run.verifier(flat, files.get)
         stats = stats_out(verified)
     rec = UnitRecord(inventory.to_record(), {rel: content_digest(data) for rel, data in files.items()},
-                     [diag_out(d) for d in diags], stats)
+                     [diag_out(d) for d in diags], stats, owners, runtime)
     run.store.put("unit", key, rec.plain())
     run.unit_lowered(key, flat)
     run.store.put("files", key, rec.files)

@@ -29,9 +29,11 @@ the sources that scope implies (no team file, or the one team's file).
 from __future__ import annotations
 
 from collections import defaultdict
+from sys import intern
+from typing import Iterable, Mapping
 
 from compiler.escape import codeowners_path
-from compiler.model.inventory import Inventory
+from compiler.model.inventory import FileRow, Inventory
 from compiler.policy.cohorts import spare_cohort_files
 from compiler.policy.graph import Policy
 
@@ -40,8 +42,63 @@ SUMMARIES = ("REPORT.md", "allocation.json")
 REPO_SUMMARIES = ("/.github/CODEOWNERS",)
 
 
+# What CODEOWNERS reads of some out/ files: (cluster, namespace) -> the teams owning its files
+# (None: not one team's, or not in the globbable layout); (cluster, namespace) -> (component, kind,
+# escaped "<cluster>/<component>/<kind>.<namespace>.") of its files; (cluster, namespace or None) ->
+# the files one team owns there as (relpath, team, escaped relpath), sorted. Set unions and
+# concatenations, so parts of disjoint file lists merge into exactly the part of their union: a team
+# unit's part is computed once and stored with the unit (compiler.pipeline.stages), and a one-team
+# edit recomputes only that part.
+OwnedPart = tuple[dict[tuple[str, str], set[str | None]], dict[tuple[str, str], set[tuple[str, str, str]]],
+                  dict[tuple[str, str | None], list[tuple[str, str, str]]]]
+
+
+def owned_part(files: Iterable[FileRow], team_of: Mapping[str, str]) -> OwnedPart:
+    """The part of these files; ``team_of`` maps a team file's path to the team's name (a team
+    unit passes its own team only: its objects derive from the fleet and that file alone)."""
+    by_ns: dict[tuple[str, str], set[str | None]] = defaultdict(set)  # (cluster, ns) -> owning teams
+    kinds: dict[tuple[str, str], set[tuple[str, str, str]]] = defaultdict(set)
+    single: dict[tuple[str, str | None], list[tuple[str, str, str]]] = defaultdict(list)
+    escaped: dict[str, str] = {}  # a folder's glob literal, escaped once
+    for relpath, cluster, namespace, sources in files:
+        teams = {team_of[s] for s in sources if s in team_of}
+        team = teams.pop() if len(teams) == 1 else None
+        if namespace:
+            by_ns[(cluster, namespace)].add(team)
+            parts = relpath.split("/")
+            kind = parts[-1].split(".", 1)[0]
+            if len(parts) == 3 and parts[0] == cluster and parts[2].startswith(f"{kind}.{namespace}."):
+                folder = f"{cluster}/{parts[1]}/{kind}.{namespace}."
+                literal = escaped.get(folder)
+                if literal is None:
+                    literal = escaped[folder] = _escaped(folder)
+                kinds[(cluster, namespace)].add((intern(parts[1]), intern(kind), literal))  # stored once
+            else:  # not the <cluster>/<component>/<kind>.<ns>.<name>.yaml layout: never globbed
+                by_ns[(cluster, namespace)].add(None)
+        if team is not None:
+            single[(cluster, namespace or None)].append((relpath, team, _escaped(relpath)))
+    for rows in single.values():
+        rows.sort()
+    return dict(by_ns), dict(kinds), dict(single)
+
+
+def _escaped(path: str) -> str:
+    """``codeowners_path``, or "" for a path CODEOWNERS cannot hold: the error is raised only if
+    the path is written (``merged_outputs``), as when every path was escaped at the end."""
+    try:
+        return codeowners_path(path)
+    except ValueError:
+        return ""
+
+
 def team_outputs(policy: Policy, inventory: Inventory, out_dir: str) -> dict[str, list[str]]:
-    """team -> CODEOWNERS patterns of the out/ files derived from its file and no other team's.
+    """team -> CODEOWNERS patterns of the out/ files derived from its file and no other team's."""
+    return merged_outputs([owned_part(inventory.files, {t.path: t.name for t in policy.teams})], out_dir)
+
+
+def merged_outputs(parts: Iterable[OwnedPart], out_dir: str) -> dict[str, list[str]]:
+    """team -> CODEOWNERS patterns of the out/ files derived from its file and no other team's,
+    from the parts of disjoint file lists covering every out/ file.
 
     A team namespace whose objects all derive from that team gets one pattern per kind of object
     it holds (``/out/<cluster>/<component>/<kind>.<namespace>.*.yaml``), so objects of those kinds
@@ -51,43 +108,44 @@ def team_outputs(policy: Policy, inventory: Inventory, out_dir: str) -> dict[str
     cannot match a cluster-wide file (``deviceclass._.a100-80gb-mig-3g.40gb.yaml``) or another
     namespace's. The rest are exact paths. Every literal part is escaped (``codeowners_path``).
     New namespaces fall under ``*``: a Namespace is cluster-scoped."""
-    team_paths = {t.path: t for t in policy.teams}
-    owned: dict[str, list[str]] = defaultdict(list)
-    by_ns: dict[tuple[str, str], set[str | None]] = defaultdict(set)  # (cluster, ns) -> owning teams
-    kinds: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)  # (cluster, ns) -> (component, kind)
-    single: list[tuple[str, str, str, str | None]] = []  # (path, team, cluster, namespace)
-    for relpath, cluster, namespace, sources in inventory.files:
-        teams = {team_paths[s].name for s in sources if s in team_paths}
-        team = teams.pop() if len(teams) == 1 else None
-        if namespace:
-            by_ns[(cluster, namespace)].add(team)
-            parts = relpath.split("/")
-            if len(parts) == 3 and parts[0] == cluster and parts[2].startswith(f"{parts[2].split('.', 1)[0]}.{namespace}."):
-                kinds[(cluster, namespace)].add((parts[1], parts[2].split(".", 1)[0]))
-            else:  # not the <cluster>/<component>/<kind>.<ns>.<name>.yaml layout: never globbed
-                by_ns[(cluster, namespace)].add(None)
-        if team is not None:
-            single.append((relpath, team, cluster, namespace))
+    by_ns: dict[tuple[str, str], set[str | None]] = {}
+    kinds: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
+    singles: list[tuple[tuple[str, str | None], list[tuple[str, str, str]]]] = []
+    for part_ns, part_kinds, part_single in parts:
+        for key, owners in part_ns.items():
+            mine = by_ns.get(key)
+            by_ns[key] = set(owners) if mine is None else mine | owners
+        for key, found in part_kinds.items():
+            had = kinds.get(key)
+            kinds[key] = set(found) if had is None else had | found
+        singles += part_single.items()
     globbed: dict[tuple[str, str], str] = {}
     for key, owners in by_ns.items():
         only = next(iter(owners))
         if len(owners) == 1 and only is not None:
             globbed[key] = only
+    owned: dict[str, list[str]] = defaultdict(list)
     out = codeowners_path(out_dir)
     for (cluster, ns), team in sorted(globbed.items()):
-        for component, kind in sorted(kinds[(cluster, ns)]):
-            literal = codeowners_path(f"{cluster}/{component}/{kind}.{ns}.")
-            owned[team].append(f"/{out}/{literal}*.yaml")
-    for relpath, team, cluster, namespace in sorted(single):  # out/ paths are unique
+        owned[team] += [f"/{out}/{literal or codeowners_path(f'{cluster}/{component}/{kind}.{ns}.')}*.yaml"
+                        for component, kind, literal in sorted(kinds.get((cluster, ns), ()))]
+    exact: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    for (cluster, namespace), rows in singles:
         if not (namespace and (cluster, namespace) in globbed):
-            owned[team].append(f"/{out}/{codeowners_path(relpath)}")
+            for row in rows:
+                exact[row[1]].append(row)
+    for team, rows in exact.items():
+        rows.sort()  # out/ paths are unique: the order of the paths (runs of sorted rows)
+        owned[team] += [f"/{out}/{escaped or codeowners_path(relpath)}" for relpath, _, escaped in rows]
     return owned
 
 
-def render_codeowners(policy: Policy, inventory: Inventory, policy_dir: str, out_dir: str) -> bytes:
+def render_codeowners(policy: Policy, inventory: Inventory | list[OwnedPart], policy_dir: str, out_dir: str) -> bytes:
+    """The file, from the merged inventory or from the owned parts covering it."""
     platform_owners = list(policy.fleet.spec.platform.owners)
     platform = " ".join(platform_owners)
-    owned = team_outputs(policy, inventory, out_dir)
+    owned = (team_outputs(policy, inventory, out_dir) if isinstance(inventory, Inventory)
+             else merged_outputs(inventory, out_dir))
     lines = [
         "# generated by gpupolicy from the owners in the policy files; do not edit",
         "# (edit policies/, run `gpupolicy build`; `gpupolicy check` must be a required status check)",

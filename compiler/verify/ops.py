@@ -59,7 +59,7 @@ from compiler.policy.graph import Policy
 from compiler.policy.labels import LABEL_MIG_CONFIG
 from compiler.policy.node_agents import tolerates
 from compiler.policy.node_contract import MIG_STATE
-from compiler.verify.runtime import ClusterRuntime, allows, fleet_runtime
+from compiler.verify.runtime import ClusterRuntime, FileFacts, allows, fleet_runtime
 
 GPU = "nvidia.com/gpu"
 
@@ -161,11 +161,15 @@ def check_provisionable(rt: ClusterRuntime) -> Iterator[Diagnostic]:
 
 
 def check_namespace_waves(rt: ClusterRuntime) -> Iterator[Diagnostic]:
-    for relpath, component, ns in sorted(rt.namespaced):
+    late: list[tuple[str, str, str]] = []
+    for (component, ns), relpaths in rt.namespaced.items():  # the verdict is the pair's
         wave = rt.waves.get(component)
-        sources = rt.namespace_sources.get(ns, [])
-        if wave is None or any(src == component or w < wave for src, w in sources):
+        if wave is None or any(src == component or w < wave for src, w in rt.namespace_sources.get(ns, [])):
             continue
+        late += [(relpath, component, ns) for relpath in relpaths]
+    for relpath, component, ns in sorted(late):
+        wave = rt.waves[component]
+        sources = rt.namespace_sources.get(ns, [])
         made = ", ".join(f"{src} (wave {w})" for src, w in sources) or "nothing"
         yield NAMESPACE_WAVE.diag(
             f"{relpath}: namespace {ns!r} is created by {made}, not before {component} (wave {wave}) syncs",
@@ -222,10 +226,11 @@ CHECKS = (check_taints, check_grants, check_provisionable, check_namespace_waves
           check_scrapers, check_mig_order)
 
 
-def check_runtime(policy: Policy, fresh: list[Manifest], inventory: Inventory) -> list[Diagnostic]:
-    """Every OPS rule over the rendered objects of every cluster."""
+def check_runtime(policy: Policy, fresh: list[Manifest], inventory: Inventory,
+                  facts: FileFacts | None = None) -> list[Diagnostic]:
+    """Every OPS rule over the rendered objects of every cluster (``facts``: see ``fleet_runtime``)."""
     out: list[Diagnostic] = []
-    for rt in fleet_runtime(policy, fresh, inventory).values():
+    for rt in fleet_runtime(policy, fresh, inventory, facts).values():
         for check in CHECKS:
             out.extend(check(rt))
     return out

@@ -20,9 +20,10 @@ upstream charts' defaults, never from the lowering functions that produced them:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any, Iterable
 
-from compiler.model.inventory import Inventory
+from compiler.model.inventory import FileRow, Inventory
 from compiler.model.manifest import Manifest
 from compiler.model.targets import COMPONENT_WAVES, DEFAULT_WAVE
 from compiler.policy.graph import Policy
@@ -98,7 +99,8 @@ class ClusterRuntime:
     needs: list[Need] = field(default_factory=list)
     waves: dict[str, int] = field(default_factory=dict)  # component -> wave of its Application
     namespace_sources: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # ns -> (component, wave)
-    namespaced: list[tuple[str, str, str]] = field(default_factory=list)  # (relpath, component, namespace)
+    # (component, namespace) -> relpaths: OPS004 decides per pair, not per file (60,000 at 1,000 teams)
+    namespaced: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     scaled: set[tuple[str, str]] = field(default_factory=set)  # (namespace, Deployment) an autoscaler reads
     scrapers: set[tuple[str, str]] = field(default_factory=set)  # (namespace, name) of Pod/ServiceMonitors
     nodepools: dict[str, dict[str, Any]] = field(default_factory=dict)  # pool -> NodePool spec
@@ -143,12 +145,59 @@ def _taints(items: Any) -> tuple[tuple[str, str, str], ...]:
     return tuple((str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", ""))) for t in items or [])
 
 
-FileRow = tuple[str, str, str | None, tuple[str, ...]]  # inventory.files: (relpath, cluster, namespace, sources)
+
+
+# What the model reads of one cluster's out/ files, parsed from their paths: the Namespace files as
+# (component, namespace) in file order, the namespaced objects' paths per (component, namespace),
+# and the Pod/ServiceMonitors as (namespace, name). Appends and unions in file order, so the facts
+# of consecutive runs of files merge (``merge_facts``) into exactly the facts of all of them: a team
+# unit's are computed once and stored with the unit (compiler.pipeline.stages).
+ClusterFiles = tuple[list[tuple[str, str]], dict[tuple[str, str], list[str]], set[tuple[str, str]]]
+FileFacts = dict[str, ClusterFiles]  # cluster -> its files' facts
+
+
+def file_facts(rows: Iterable[FileRow]) -> FileFacts:
+    out: FileFacts = {}
+    for relpath, cluster, ns, _ in rows:
+        facts = out.get(cluster)
+        if facts is None:
+            facts = out[cluster] = ([], {}, set())
+        parts = relpath.split("/")
+        component, base = intern(parts[1]), parts[-1]  # interned: marshal stores a unit's once
+        kind, _, rest = base.partition(".")
+        if kind == "namespace":
+            facts[0].append((component, rest[len("_."):-len(".yaml")]))
+        elif ns:
+            facts[1].setdefault((component, ns), []).append(relpath)
+            if kind in ("podmonitor", "servicemonitor"):
+                facts[2].add((ns, rest[len(ns) + 1:-len(".yaml")]))
+    return out
+
+
+def merge_facts(parts: Iterable[FileFacts]) -> FileFacts:
+    """The facts of the parts' files in the parts' order (copies: the parts are left as they are)."""
+    out: FileFacts = {}
+    for part in parts:
+        for cluster, (names, namespaced, scrapers) in part.items():
+            mine = out.get(cluster)
+            if mine is None:
+                out[cluster] = (list(names), {k: list(v) for k, v in namespaced.items()}, set(scrapers))
+                continue
+            mine[0].extend(names)
+            for key, paths in namespaced.items():
+                had = mine[1].get(key)
+                if had is None:
+                    mine[1][key] = list(paths)
+                else:
+                    had.extend(paths)
+            mine[2].update(scrapers)
+    return out
 
 
 def cluster_runtime(policy: Policy, cluster: str, fresh: list[Manifest], inventory: Inventory,
-                    files: list[FileRow] | None = None) -> ClusterRuntime:
-    """One cluster's model; ``files`` are the inventory rows of that cluster (all rows if None)."""
+                    files: ClusterFiles | None = None) -> ClusterRuntime:
+    """One cluster's model; ``files`` are the facts of that cluster's inventory rows (``file_facts``;
+    read from every row if None)."""
     c = policy.clusters[cluster]
     rt = ClusterRuntime(cluster, c.dra, c.provisioner)
     mine = [m for m in fresh if m.cluster == cluster]
@@ -220,19 +269,13 @@ def cluster_runtime(policy: Policy, cluster: str, fresh: list[Manifest], invento
             ns = _get(app, "spec", "destination", "namespace")
             if ns:
                 rt.namespace_sources.setdefault(str(ns), []).append((key, _wave(app)))
-    for relpath, fc, ns, _ in inventory.files if files is None else files:
-        if fc != cluster:
-            continue
-        parts = relpath.split("/")
-        component, base = parts[1], parts[-1]
-        kind, _, rest = base.partition(".")
+    names, namespaced, scrapers = files if files is not None else \
+        file_facts(inventory.files).get(cluster, ([], {}, set()))
+    for component, name in names:
         wave = rt.waves.get(component, COMPONENT_WAVES.get(component, DEFAULT_WAVE))
-        if kind == "namespace":
-            rt.namespace_sources.setdefault(rest[len("_."):-len(".yaml")], []).append((component, wave))
-        elif ns:
-            rt.namespaced.append((relpath, component, ns))
-            if kind in ("podmonitor", "servicemonitor"):
-                rt.scrapers.add((ns, rest[len(ns) + 1:-len(".yaml")]))
+        rt.namespace_sources.setdefault(name, []).append((component, wave))
+    rt.namespaced.update(namespaced)
+    rt.scrapers.update(scrapers)
     for (fc, _), folder in inventory.folders.items():
         if fc == cluster:
             rt.scaled |= folder.scaled
@@ -241,13 +284,15 @@ def cluster_runtime(policy: Policy, cluster: str, fresh: list[Manifest], invento
     return rt
 
 
-def fleet_runtime(policy: Policy, fresh: list[Manifest], inventory: Inventory) -> dict[str, ClusterRuntime]:
-    rows: dict[str, list[FileRow]] = {}
-    for row in inventory.files:  # one pass over every out/ file, not one per cluster
-        rows.setdefault(row[1], []).append(row)
+def fleet_runtime(policy: Policy, fresh: list[Manifest], inventory: Inventory,
+                  facts: FileFacts | None = None) -> dict[str, ClusterRuntime]:
+    """Every cluster's model; ``facts`` are those of every inventory row (``file_facts``, or merged
+    from the parts of the inventory's pieces), read from the rows if None."""
+    if facts is None:
+        facts = file_facts(inventory.files)  # one pass over every out/ file, not one per cluster
     by_cluster: dict[str, list[Manifest]] = {}
     for m in fresh:
         by_cluster.setdefault(m.cluster, []).append(m)
     argocd = by_cluster.get("argocd", [])
-    return {c: cluster_runtime(policy, c, by_cluster.get(c, []) + argocd, inventory, rows.get(c, []))
+    return {c: cluster_runtime(policy, c, by_cluster.get(c, []) + argocd, inventory, facts.get(c, ([], {}, set())))
             for c in sorted(policy.clusters)}
