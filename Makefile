@@ -55,10 +55,11 @@ lint: $(STAMP)
 
 # Property-based fuzzing with a large example count, in memory and through the CLI, the cache and
 # the file system (tests/test_fuzz_cli.py), and every value of every policy field at every place it is
-# set (tests/test_field_effects.py); runs as long as it needs.
+# set (tests/test_field_effects.py), and the simulator's fast path against its reference path
+# (tests/test_simulate_fast_path.py); runs as long as it needs.
 fuzz: $(STAMP)
 	GPUPOLICY_FUZZ_EXAMPLES=$${GPUPOLICY_FUZZ_EXAMPLES:-10000} $(BIN)/python -m pytest -m '' tests/test_fuzz.py tests/test_fuzz_cli.py \
-		tests/test_field_effects.py
+		tests/test_field_effects.py tests/test_simulate_fast_path.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
