@@ -7,11 +7,12 @@ from pathlib import Path
 
 from conftest import CRDS, REPO
 
-from compiler.diagnostics import Diagnostic
+from compiler.diagnostics import Diagnostic, Scope
 from compiler.load.files import load_policy_dir
 from compiler.pipeline.options import Options
 from compiler.pipeline.run import Result, compile_policies
 from compiler.policy.graph import Policy
+from compiler.rules import get
 from compiler.validate import build_policy
 
 
@@ -62,3 +63,12 @@ def line_of(root: Path, rel: str, needle: str, occurrence: int = 1) -> int:
             if seen == occurrence:
                 return i
     raise AssertionError(f"{needle!r} not in {rel}")
+
+
+def run_alone(policy: Policy, rule_id: str) -> list[Diagnostic]:
+    """Only the rule's check, as the validate driver calls it for the rule's scope."""
+    rule = get(rule_id)
+    assert rule.check is not None, rule_id
+    if rule.scope is Scope.TEAM:
+        return [d for team in policy.teams for d in rule.check(policy, team)]
+    return list(rule.check(policy))

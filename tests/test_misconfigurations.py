@@ -11,12 +11,10 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from helpers import compile_dir, copy_demo, line_of, mutate, policy_at
+from helpers import compile_dir, copy_demo, line_of, mutate, policy_at, run_alone
 
-from compiler.diagnostics import Diagnostic, Scope, Severity
+from compiler.diagnostics import Diagnostic, Severity
 from compiler.model.acknowledge import AcknowledgedRemoval
-from compiler.policy.graph import Policy
-from compiler.rules import get
 from compiler.validate.cel_types import type_errors
 
 FLEET = "fleet.yaml"
@@ -26,12 +24,6 @@ T4 = ("  catalog:\n    t4:\n      architecture: Turing\n      computeCapability:
 ADS = "        lend: 0\n    - name: ads\n      parent: product\n      defaults:\n        lend: unlimited\n"
 
 
-def run_alone(policy: Policy, rule_id: str) -> list[Diagnostic]:
-    rule = get(rule_id)
-    assert rule.check is not None, rule_id
-    if rule.scope is Scope.TEAM:
-        return [d for team in policy.teams for d in rule.check(policy, team)]
-    return list(rule.check(policy))
 
 
 # (case, [(file, old, new)], rule, file of the error, text on its line, severity, words in the message)

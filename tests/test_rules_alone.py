@@ -7,25 +7,15 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from helpers import compile_dir, copy_demo, line_of, mutate, policy_at
+from helpers import compile_dir, copy_demo, line_of, mutate, policy_at, run_alone
 
-from compiler.diagnostics import Diagnostic, Location, Scope, Severity
+from compiler.diagnostics import Diagnostic, Location, Severity
 from compiler.pipeline.options import Options
 from compiler.pipeline.run import compile_policies
-from compiler.policy.graph import Policy
 from compiler.policy.kueue_manager import manager_config
 from compiler.rules import get
 from compiler.validate.driver import RULES
 from compiler.verify import kueue_config
-
-
-def run_alone(policy: Policy, rule_id: str) -> list[Diagnostic]:
-    """Only the rule's check, as the validate driver calls it for the rule's scope."""
-    rule = get(rule_id)
-    assert rule.check is not None, rule_id
-    if rule.scope is Scope.TEAM:
-        return [d for team in policy.teams for d in rule.check(policy, team)]
-    return list(rule.check(policy))
 
 
 def alone(tmp_path: Path, rel: str, old: str, new: str, rule_id: str) -> tuple[Path, list[Diagnostic]]:
