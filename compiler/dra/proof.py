@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from compiler.cel import CelError, compile_expr, device_from_slice
 from compiler.cel.activation import referenced_domains
-from compiler.dra.inventory import DRIVER, Device, Inventory
+from compiler.dra.inventory import DRIVER, PER_INSTANCE, Device, Inventory
 
 # Names an expression reads: `.name` or `['name']` (attributes, capacities, domains alike).
 _REF = re.compile(r"""\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*(?:'([^']*)'|"([^"]*)")\s*\]""")
@@ -78,12 +78,20 @@ def _eval(program: Any, activation: dict[str, Any]) -> bool:
     return value
 
 
-def _activations(inventory: Inventory, device: Device, names: set[str], expr: str) -> list[dict[str, Any]]:
+def _activations(inventory: Inventory, device: Device, names: set[str], expr: str,
+                 shared: bool = False) -> list[dict[str, Any]]:
     """The device's variants as CEL variables. Memoised on the inventory: every class asks about
     every device, and the variables depend only on the device, the alternatives the expression
-    reads and the domains it looks up (building them was most of a proof's time)."""
-    memo = inventory.__dict__.setdefault("_activations", {})
-    key = (id(device), tuple(sorted(k for k in device.alternatives if k in names)), referenced_domains(expr))
+    reads and the domains it looks up (building them was most of a proof's time). With
+    ``shared`` (the expression reads by name: ``reads_by_name``) across inventories, by the
+    device's content: another cluster's device alike gives the same outcomes."""
+    alts = tuple(sorted(k for k in device.alternatives if k in names))
+    if shared:
+        memo = _ACTIVATIONS
+        key: tuple[Any, ...] = (_content(inventory, device), alts, referenced_domains(expr))
+    else:
+        memo = inventory.__dict__.setdefault("_activations", {})
+        key = (id(device), alts, referenced_domains(expr))
     acts = memo.get(key)
     if acts is None:
         acts = memo[key] = [device_from_slice(DRIVER, entry, expressions=[expr]) for entry in _variants(device, names)]
@@ -102,6 +110,54 @@ def evaluate_class(name: str, selectors: Sequence[str], inventory: Inventory) ->
     return memo[key]
 
 
+# An outcome of a device against a class's selectors: (verdict, what, selector index, message)
+# with verdict True/False (matched or not) or None (what: "error", "unproven" or "bad").
+Outcome = tuple[bool | None, str, int, str]
+# Outcomes by (selectors, device content): the same pool layout on several clusters publishes
+# devices that differ in per-instance values only (105 device groups, 18 kinds, on the 7 DRA
+# clusters of the 1,000-team benchmark). A pure function's memo, emptied when it grows large.
+_OUTCOMES: dict[tuple[Any, ...], Outcome] = {}
+_ACTIVATIONS: dict[tuple[Any, ...], list[dict[str, Any]]] = {}  # the variables of those outcomes
+_OUTCOMES_MAX = 50_000
+
+# CEL string literals (raw, bytes, triple-quoted), masked before reading an expression's shape
+_LITERAL = re.compile(r"""[rRbB]{0,2}(?:'{3}(?:\\.|[^\\])*?'{3}|"{3}(?:\\.|[^\\])*?"{3}"""
+                      r"""|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")""")
+# the reads of ``device`` by name: its driver, or one attribute or capacity of a named domain
+_NAMED_READ = re.compile(r'\bdevice\s*\.\s*(?:driver|allowMultipleAllocations)\b'
+                         r'|\bdevice\s*\.\s*(?:attributes|capacity)\s*\[\s*""\s*\]\s*'
+                         r'(?:\.\s*[A-Za-z_][A-Za-z0-9_]*\b|\[\s*""\s*\])')
+_MACRO = re.compile(r"\b(?:exists|exists_one|all|map|filter|bind)\b")  # they bind variables
+_DEVICE = re.compile(r"\bdevice\b")
+# literals whose text is not the string ``referenced`` reads: escapes, raw, bytes, triple quotes
+_OPAQUE = re.compile(r"""\\|(?<![\w'"])[rRbB]{1,2}['"]|'{3}|"{3}""")
+
+
+def reads_by_name(expr: str) -> bool:
+    """Whether ``expr`` reads the device only by name (``device.attributes['d'].x``,
+    ``device.capacity['d']['y']``, ``device.driver``): no macro, no computed key, no whole map.
+    Its result then depends only on the values it names (``referenced``), and those that differ
+    from device to device (``inventory.PER_INSTANCE``) are unknown, so never evaluated: devices
+    alike but for per-instance values get the same outcome. Conservative: anything else is False,
+    and so is a literal ``referenced`` may misread (an escape, a raw or triple-quoted string)."""
+    if _OPAQUE.search(expr):
+        return False
+    masked = _LITERAL.sub('""', expr)
+    return _MACRO.search(masked) is None and _DEVICE.search(_NAMED_READ.sub("", masked)) is None
+
+
+def _content(inventory: Inventory, device: Device) -> tuple[Any, ...]:
+    """What an outcome of a selector reading by name can depend on: everything about the device
+    but its name, node, pool and per-instance values (which are generated strings and ints)."""
+    memo = inventory.__dict__.setdefault("_content", {})
+    key = memo.get(id(device))
+    if key is None:
+        attrs = tuple(sorted((k, repr(v)) for k, v in device.attributes.items() if k not in PER_INSTANCE))
+        key = memo[id(device)] = (attrs, tuple(sorted(device.attributes)), repr(sorted(device.capacity.items())),
+                                  tuple(sorted(device.unknown)), repr(sorted(device.alternatives.items())))
+    return key
+
+
 def _evaluate_class(name: str, selectors: Sequence[str], inventory: Inventory) -> ClassMatch:
     result = ClassMatch(name)
     programs: list[tuple[int, str, Any, set[str]]] = []
@@ -112,34 +168,27 @@ def _evaluate_class(name: str, selectors: Sequence[str], inventory: Inventory) -
             result.compile_errors.append((i, str(exc)))
     if result.compile_errors:
         return result
+    shared = all(reads_by_name(expr) for expr in selectors)
     for group in inventory.groups:
         device = group.device
-        verdict: bool | None = True
-        for i, expr, program, names in programs:
-            blind = sorted(names & {n.rpartition("/")[2] for n in device.unknown})
-            if blind:
-                result.unproven.append((device, i, f"reads {', '.join(blind)}, which only the node knows"))
-                verdict = None
-                break
-            try:
-                answers = {_eval(program, act) for act in _activations(inventory, device, names, expr)}
-            except NotBool as exc:
-                if all(j != i for j, _ in result.compile_errors):
-                    result.compile_errors.append((i, str(exc)))
-                verdict = None
-                break
-            except CelError as exc:
-                result.errors.append((device, i, str(exc)))
-                verdict = None
-                break
-            if len(answers) > 1:
-                which = ", ".join(sorted(k for k in device.alternatives if k in names))
-                result.unproven.append((device, i, f"depends on {which}, which the fleet file does not fix"))
-                verdict = None
-                break
-            if not answers.pop():
-                verdict = False
-                break
+        if shared:
+            key = (tuple(selectors), _content(inventory, device))
+            outcome = _OUTCOMES.get(key)
+            if outcome is None:
+                if len(_OUTCOMES) >= _OUTCOMES_MAX or len(_ACTIVATIONS) >= _OUTCOMES_MAX:
+                    _OUTCOMES.clear()
+                    _ACTIVATIONS.clear()
+                outcome = _OUTCOMES[key] = _outcome(programs, device, inventory, shared=True)
+        else:
+            outcome = _outcome(programs, device, inventory)
+        verdict, what, i, msg = outcome
+        if what == "bad":
+            if all(j != i for j, _ in result.compile_errors):
+                result.compile_errors.append((i, msg))
+        elif what == "error":
+            result.errors.append((device, i, msg))
+        elif what == "unproven":
+            result.unproven.append((device, i, msg))
         if verdict and device.mig_parent:
             result.parents += group.count
             result.parent_pools.add(device.pool)
@@ -148,3 +197,23 @@ def _evaluate_class(name: str, selectors: Sequence[str], inventory: Inventory) -
             result.matched[device.owner or "?"] += group.count
     return result
 
+
+def _outcome(programs: list[tuple[int, str, Any, set[str]]], device: Device, inventory: Inventory,
+             shared: bool = False) -> Outcome:
+    """The device against the selectors, ANDed in order: the first that fails or cannot tell decides."""
+    for i, expr, program, names in programs:
+        blind = sorted(names & {n.rpartition("/")[2] for n in device.unknown})
+        if blind:
+            return None, "unproven", i, f"reads {', '.join(blind)}, which only the node knows"
+        try:
+            answers = {_eval(program, act) for act in _activations(inventory, device, names, expr, shared)}
+        except NotBool as exc:
+            return None, "bad", i, str(exc)
+        except CelError as exc:
+            return None, "error", i, str(exc)
+        if len(answers) > 1:
+            which = ", ".join(sorted(k for k in device.alternatives if k in names))
+            return None, "unproven", i, f"depends on {which}, which the fleet file does not fix"
+        if not answers.pop():
+            return False, "", i, ""
+    return True, "", -1, ""

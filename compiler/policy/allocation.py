@@ -77,8 +77,28 @@ class Allocation:
     def for_team(self, team: str) -> list[TeamAllocation]:
         return list(self._by_team.get(team, ()))  # type: ignore[attr-defined]
 
+    def by_class(self) -> list[tuple[tuple[str, str], list[TeamAllocation]]]:
+        """((cluster, class), entries) in (cluster, class) order; entries in ``entries`` order."""
+        index: dict[tuple[str, str], list[TeamAllocation]] = self._by_class  # type: ignore[attr-defined]
+        return [(key, list(es)) for key, es in sorted(index.items())]
+
     def guaranteed_total(self, cluster: str, gpu_class: str) -> int:
-        return sum(e.guaranteed.value or 0 for e in self.for_class(cluster, gpu_class))
+        return self._totals.get((cluster, gpu_class), 0)
+
+    def budgeted(self, cluster: str, gpu_class: str) -> bool:
+        """Whether some team has an entry for the class (``for_class`` is not empty)."""
+        return (cluster, gpu_class) in self._totals
+
+    @property
+    def _totals(self) -> dict[tuple[str, str], int]:
+        """(cluster, class) -> guaranteed GPUs, summed at the first question: the rules and both
+        reports ask per class (10,000 entries summed ~10 times per class at 1,000 teams)."""
+        totals: dict[tuple[str, str], int] | None = self.__dict__.get("_totals_memo")
+        if totals is None:
+            by_class: dict[tuple[str, str], list[TeamAllocation]] = self._by_class  # type: ignore[attr-defined]
+            totals = {k: sum(e.guaranteed.value or 0 for e in es) for k, es in by_class.items()}
+            object.__setattr__(self, "_totals_memo", totals)  # frozen: the memo, as the indexes
+        return totals
 
 
 def _amount(v: int | str | None) -> tuple[bool, int | None]:

@@ -8,6 +8,7 @@ ResourceFlavor name and the DeviceClass name.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from compiler.model.fleet import Cluster, NodePool
 from compiler.policy.cuts import CUT_MODES, CutMode, cut_mode
@@ -61,7 +62,9 @@ class GpuClass:
     def pools(self) -> tuple[str, ...]:
         return tuple(s.pool for s in self.slices)
 
-    @property
+    # cached: read per team and budget by rules, lowering and reports (a frozen class's slices
+    # never change; dataclasses.replace makes a new object)
+    @cached_property
     def capacity(self) -> int:
         """Units Kueue may hand out: serving-reserved pools excluded."""
         return sum(s.units for s in self.slices if not s.serving)
@@ -70,7 +73,7 @@ class GpuClass:
     def serving_capacity(self) -> int:
         return sum(s.units for s in self.slices if s.serving)
 
-    @property
+    @cached_property
     def training_pools(self) -> tuple[str, ...]:
         return tuple(s.pool for s in self.slices if not s.serving)
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from compiler.model.manifest import Manifest
 from compiler.policy.graph import Policy
+from compiler.policy.memo import per_policy
 from compiler.policy.versions import KUEUE_API
 
 
+@per_policy  # asked by every question about the cluster's cohorts (a copy each time)
 def used_departments(policy: Policy, cluster: str) -> list[str]:
     """Departments with a queue on the cluster, plus their ancestors (parents must exist)."""
     depts = policy.departments
@@ -29,10 +31,9 @@ def spare_capacity(policy: Policy, cluster: str) -> dict[str, int]:
     team queues on (only those classes are flavors of a ClusterQueue, so only they can borrow)."""
     out: dict[str, int] = {}
     for cid, cls in policy.classes.get(cluster, {}).items():
-        entries = policy.allocation.for_class(cluster, cid)
-        if not cls.training_pools or not entries:
+        if not cls.training_pools or not policy.allocation.budgeted(cluster, cid):
             continue
-        free = cls.capacity - sum(e.guaranteed.value or 0 for e in entries)
+        free = cls.capacity - policy.allocation.guaranteed_total(cluster, cid)
         if free > 0:
             out[cid] = free
     return out

@@ -232,18 +232,20 @@ def check_mirror(policy: Policy) -> Iterator[Diagnostic]:
             for i, ns in enumerate(t.namespaces):
                 if manager.name not in ns.clusters:
                     continue
-                loc = team.src.locate(("spec", "namespaces", i, "clusters"))
+                # located for a diagnostic only: a file's positions may be a store read (pipeline.front)
+                at = ("spec", "namespaces", i, "clusters")
                 for w in workers:
                     if w not in ns.clusters:
                         yield MIRROR.diag(
                             f"namespace {ns.name!r} has a queue on MultiKueue manager {manager.name!r} but does "
-                            f"not exist on its worker {w!r}", loc,
+                            f"not exist on its worker {w!r}", team.src.locate(at),
                             hint=f"add {w} to the namespace's clusters (and a budget there) so the worker "
                             "can admit the dispatched workloads")
                     elif not any(c == w for c, _ in own):
                         yield MIRROR.diag(
                             f"namespace {ns.name!r} exists on worker {w!r} but team {team.name!r} has no budget "
-                            f"there, so the worker has no LocalQueue {team.name!r} for dispatched workloads", loc,
+                            f"there, so the worker has no LocalQueue {team.name!r} for dispatched workloads",
+                            team.src.locate(at),
                             hint=f"add a budget on {w} for the classes the team uses on {manager.name}")
             worker_classes = {cls for c, cls in own if c in workers}
             for i, b in enumerate(t.budgets):

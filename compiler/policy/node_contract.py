@@ -42,6 +42,7 @@ from compiler.policy.labels import (
     SERVING_NODE_LABEL,
     SERVING_TAINT_KEY,
 )
+from compiler.policy.memo import per_policy
 from compiler.policy.partition import pool_mig_devices
 
 CUSTOM_LAYOUT_PREFIX = "gpupolicy-"  # mig-parted config names for per-device layouts
@@ -188,6 +189,8 @@ def pool_contract(policy: Policy, cluster: Cluster, pool: NodePool) -> PoolContr
     )
 
 
+@per_policy  # asked by the node agents, the runtime section and the contract files per cluster
 def pool_contracts(policy: Policy, cluster: str) -> list[PoolContract]:
+    """The contracts of the cluster's pools, by pool name (shared: callers only read them)."""
     c = policy.clusters[cluster]
     return [pool_contract(policy, c, p) for p in sorted(c.pools, key=lambda p: p.name)]

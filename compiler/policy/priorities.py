@@ -62,15 +62,19 @@ class TeamPriorities:
         return [t.name for t in ordered_tiers(policy) if t.value <= top and t.name not in self.allowed]
 
 
+@per_policy  # asked several times per team (1,000 teams: sorted ~5,000 times)
 def ordered_tiers(policy: Policy) -> list[PriorityTier]:
     """Tiers, highest value first (name breaks ties, which FLEET007 forbids anyway)."""
     return sorted(policy.fleet.spec.priorities, key=lambda p: (-p.value, p.name))
 
 
+@per_policy
 def tiers_by_name(policy: Policy) -> dict[str, PriorityTier]:
+    """Callers only read it (one dict per policy)."""
     return {p.name: p for p in policy.fleet.spec.priorities}
 
 
+@per_policy
 def fleet_default_tier(policy: Policy) -> tuple[str | None, str]:
     """The tier of teams that set none, and where it comes from."""
     spec = policy.fleet.spec

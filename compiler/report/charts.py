@@ -13,6 +13,8 @@ mermaid's limits (``compiler.report.mermaid``).
 
 from __future__ import annotations
 
+import heapq
+
 from compiler import escape
 from compiler.policy.graph import Policy
 from compiler.report.mermaid import block
@@ -40,13 +42,15 @@ def capacity_chart(policy: Policy, cluster: str) -> list[str]:
 
 
 def allocation_pie(policy: Policy, cluster: str, cid: str, capacity: int) -> list[str]:
-    held = sorted(((e.guaranteed.value or 0, e.team) for e in policy.allocation.for_class(cluster, cid)
-                   if e.guaranteed.value), key=lambda x: (-x[0], x[1]))
-    shown, rest = held[:PIE_SLICES], held[PIE_SLICES:]
-    slices = [(team, n) for n, team in shown]
-    if rest:
-        slices.append((f"{len(rest):,} other teams", sum(n for n, _t in rest)))
-    free = capacity - sum(n for n, _t in held)
+    # (-n, team, n): largest first, then by name, compared in C (no key function per entry);
+    # only the first PIE_SLICES are ordered (heapq.nsmallest == sorted(...)[:k])
+    held = [(-g, e.team, g) for e in policy.allocation.for_class(cluster, cid) if (g := e.guaranteed.value)]
+    shown = heapq.nsmallest(PIE_SLICES, held)
+    slices = [(team, n) for _k, team, n in shown]
+    total = sum(n for _k, _t, n in held)
+    if len(held) > PIE_SLICES:
+        slices.append((f"{len(held) - PIE_SLICES:,} other teams", total - sum(n for _k, _t, n in shown)))
+    free = capacity - total
     if free > 0:
         slices.append(("guaranteed to no team", free))
     if not slices:

@@ -51,19 +51,16 @@ RULES: tuple[Rule, ...] = (
 
 def _by_class(policy: Policy) -> list[tuple[tuple[str, str], list[TeamAllocation]]]:
     """Allocation entries per (cluster, class) whose class exists, in (cluster, class) order."""
-    by_class: dict[tuple[str, str], list[TeamAllocation]] = defaultdict(list)
-    for e in policy.allocation.entries:
-        by_class[(e.cluster, e.gpu_class)].append(e)
-    return [(key, entries) for key, entries in sorted(by_class.items())
+    return [(key, entries) for key, entries in policy.allocation.by_class()
             if policy.classes.get(key[0], {}).get(key[1]) is not None]
 
 
 @checks(OVER_CAPACITY)
 def check_over_capacity(policy: Policy) -> Iterator[Diagnostic]:
-    teams = {t.name: t for t in policy.teams}
+    teams = {t.name: t for t in policy.teams}  # the last file of a name, as before (not policy.team's first)
     for (cluster, cid), entries in _by_class(policy):
         cls = policy.classes[cluster][cid]
-        total = sum(e.guaranteed.value or 0 for e in entries)
+        total = policy.allocation.guaranteed_total(cluster, cid)
         if total > cls.capacity:
             parts = ", ".join(f"{e.team} {e.guaranteed.value or 0}" for e in entries)
             pools = ", ".join(f"{s.pool} {s.nodes}x{s.per_node}" for s in cls.slices if not s.serving)
@@ -115,17 +112,18 @@ def check_borrowing(policy: Policy) -> Iterator[Diagnostic]:
     teams = {t.name: t for t in policy.teams}
     lent_spare = {c: borrowable_spare(policy, c) for c in policy.clusters}
     for (cluster, cid), entries in _by_class(policy):
+        limited = [e for e in entries if e.borrow.value]  # None (unlimited) and 0 cannot be out of reach
+        if not limited:
+            continue
         lendable: dict[str, int] = defaultdict(int)  # per team, so "the others" is linear, not quadratic
         for o in entries:
             lendable[o.team] += o.lendable
         all_lendable = sum(lendable.values()) + lent_spare[cluster].get(cid, 0)
-        for e in entries:
-            if e.borrow.value is None or e.borrow.value == 0:
-                continue
+        for e in limited:
             others = all_lendable - lendable[e.team]
-            if e.borrow.value > others:
+            if (limit := e.borrow.value or 0) > others:
                 yield BORROW_NEVER.diag(
-                    f"{e.team} may borrow {e.borrow.value} of {cid} on {cluster} but the other queues and the "
+                    f"{e.team} may borrow {limit} of {cid} on {cluster} but the other queues and the "
                     f"unguaranteed GPUs can lend at most {others}", teams[e.team].src.locate(e.path + ("borrow",)),
                     hint="lower the borrowing limit, or have other teams guarantee and lend this class")
 
@@ -159,10 +157,18 @@ def _ancestors(policy: Policy, dept: str) -> list[str]:
 def check_department_caps(policy: Policy) -> Iterator[Diagnostic]:
     src = policy.fleet_src
     teams = {t.name: t for t in policy.teams}
+    chains: dict[str, frozenset[str]] = {}  # a department's ancestors, once (not once per team and cap)
+
+    def under(team: str, dept: str) -> bool:
+        own = teams[team].model.spec.department
+        if own not in chains:
+            chains[own] = frozenset(_ancestors(policy, own))
+        return dept in chains[own]
+
     for i, d in enumerate(policy.fleet.spec.departments):
         for k, cap in enumerate(d.caps):
             entries = [e for e in policy.allocation.for_class(cap.cluster, cap.class_)
-                       if e.team in teams and d.name in _ancestors(policy, teams[e.team].model.spec.department)]
+                       if e.team in teams and under(e.team, d.name)]
             total = sum(e.guaranteed.value or 0 for e in entries)
             if total > cap.max:
                 parts = ", ".join(f"{e.team} {e.guaranteed.value or 0}" for e in entries)

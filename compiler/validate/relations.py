@@ -118,13 +118,20 @@ def check_empty_departments(policy: Policy) -> Iterator[Diagnostic]:
 
 @checks(IDLE_CAP)
 def check_idle_caps(policy: Policy) -> Iterator[Diagnostic]:
-    below: dict[str, set[tuple[str, str]]] = {}  # department -> (cluster, class) budgeted by a team below it
+    capped = {d.name for d in policy.fleet.spec.departments if d.caps}
+    if not capped:
+        return
+    direct: dict[str, set[tuple[str, str]]] = {}  # department -> (cluster, class) its own teams budget
     for t in policy.teams:
-        dept: str | None = t.model.spec.department
+        direct.setdefault(t.model.spec.department, set()).update((b.cluster, b.class_) for b in t.model.spec.budgets)
+    below: dict[str, set[tuple[str, str]]] = {}  # capped department -> (cluster, class) budgeted below it
+    for start, budgeted in direct.items():  # each department's chain once, not each team's
+        dept: str | None = start
         seen: set[str] = set()
         while dept is not None and dept not in seen:  # a cycle is FLEET005
             seen.add(dept)
-            below.setdefault(dept, set()).update((b.cluster, b.class_) for b in t.model.spec.budgets)
+            if dept in capped:
+                below.setdefault(dept, set()).update(budgeted)
             parent = policy.departments.get(dept)
             dept = parent.parent if parent is not None else None
     for i, d in enumerate(policy.fleet.spec.departments):

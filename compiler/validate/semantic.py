@@ -193,8 +193,11 @@ def check_flavor_selection(policy: Policy) -> Iterator[Diagnostic]:
 @checks(UNKNOWN_REF)
 def check_references(policy: Policy) -> Iterator[Diagnostic]:
     yield from _fleet_references(policy)
+    spec = policy.fleet.spec
+    priorities = {p.name for p in spec.priorities}  # once, not per team
+    dclasses = {d.name for d in spec.data_classes}
     for team in policy.teams:
-        yield from _team_references(policy, team)
+        yield from _team_references(policy, team, priorities, dclasses)
 
 
 def _fleet_references(policy: Policy) -> Iterator[Diagnostic]:
@@ -242,12 +245,9 @@ def _fleet_references(policy: Policy) -> Iterator[Diagnostic]:
                                        src.locate(("spec", "dataClasses", i, "residency", j)), severity=Severity.WARNING)
 
 
-def _team_references(policy: Policy, team: Team) -> Iterator[Diagnostic]:
+def _team_references(policy: Policy, team: Team, priorities: set[str], dclasses: set[str]) -> Iterator[Diagnostic]:
     t, src = team.model, team.src
-    spec = policy.fleet.spec
     clusters = policy.clusters
-    priorities = {p.name for p in spec.priorities}
-    dclasses = {d.name for d in spec.data_classes}
     if t.spec.department not in policy.departments:
         yield UNKNOWN_REF.diag(f"unknown department {t.spec.department!r}", src.locate(("spec", "department")),
                                hint=_choices(t.spec.department, policy.departments))
@@ -326,11 +326,16 @@ def check_namespace_claims(policy: Policy) -> Iterator[Diagnostic]:
     owners: dict[tuple[str, str], Claim] = {}  # (cluster, ns) -> (team, purpose, file, where)
     for team in policy.teams:
         t, src = team.model, team.src
+        name = t.metadata.name
         for i, ns in enumerate(t.spec.namespaces):
             for j, c in enumerate(ns.clusters):
                 if c in clusters:  # else FLEET002
                     at = ("spec", "namespaces", i, "clusters", j)  # located only for a diagnostic (12,000 here)
-                    yield from _claim(owners, system, c, ns.name, t.metadata.name, "training", src, at)
+                    key = (c, ns.name)
+                    if key not in owners and ns.name not in system[c]:  # the common case, inline
+                        owners[key] = (name, "training", src, at)
+                    else:
+                        yield from _claim(owners, system, c, ns.name, name, "training", src, at)
         for i, s in enumerate(t.spec.serving):
             if s.cluster in clusters:
                 serving_ns = serving_namespace(t.metadata.name, t.spec.serving_namespace)

@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import Iterator
 
 from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define
+from compiler.model.fleet import DataClass
 from compiler.model.team import Budget
 from compiler.policy.classes import GpuClass
 from compiler.policy.cuts import ISOLATION_TABLE
 from compiler.policy.graph import Policy, Team
+from compiler.policy.memo import per_policy
 
 RESIDENCY = define(
     "FLEET006", "A data class is only handled on clusters whose residency it allows.",
@@ -48,12 +50,14 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def _budget_classes(policy: Policy, team: Team) -> Iterator[tuple[int, Budget, GpuClass]]:
+def _budget_classes(policy: Policy, team: Team) -> list[tuple[int, Budget, GpuClass]]:
     """The team's budgets whose cluster and class exist (the others are FLEET002), with the class."""
+    classes, clusters = policy.classes, policy.clusters
+    out = []
     for i, b in enumerate(team.model.spec.budgets):
-        cls = policy.classes.get(b.cluster, {}).get(b.class_) if b.cluster in policy.clusters else None
-        if cls is not None:
-            yield i, b, cls
+        if b.cluster in clusters and (cls := classes.get(b.cluster, {}).get(b.class_)) is not None:
+            out.append((i, b, cls))
+    return out
 
 
 @checks(BUDGET_TWICE)
@@ -89,12 +93,25 @@ def check_isolation(policy: Policy, team: Team) -> Iterator[Diagnostic]:
                                  team.src.locate(("spec", "budgets", i, "class")), hint=ISOLATION_TABLE)
 
 
+@per_policy
+def _data_classes(policy: Policy) -> dict[str, DataClass]:
+    return {d.name: d for d in policy.fleet.spec.data_classes}
+
+
 @checks(RESIDENCY)
 def check_residency(policy: Policy, team: Team) -> Iterator[Diagnostic]:
     t = team.model
-    dclasses = {d.name: d for d in policy.fleet.spec.data_classes}
+    if not t.spec.data_classes:
+        return
+    dclasses = _data_classes(policy)
+    allowed_by = [dclasses[dc].residency for dc in t.spec.data_classes if dc in dclasses]
+    fine: dict[str, bool] = {}  # residency -> every data class allows it (a team budgets ~10 times)
     for i, b, _cls in _budget_classes(policy, team):
         residency = policy.clusters[b.cluster].residency
+        if residency not in fine:
+            fine[residency] = all(allowed is None or residency in allowed for allowed in allowed_by)
+        if fine[residency]:
+            continue
         for dc in t.spec.data_classes:
             allowed = dclasses[dc].residency if dc in dclasses else None
             if allowed is not None and residency not in allowed:

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define
 from compiler.load.source import SourceFile, YamlPath
+from compiler.policy.allocation import TeamAllocation
 from compiler.policy.graph import Policy
 
 BLANK = define(
@@ -42,19 +43,29 @@ RULES: tuple[Rule, ...] = (BLANK, UNDONE_PROTECTION, SAME_API_SERVER)
 AMOUNTS = ("guaranteed", "borrow", "lend")
 
 
-def _blanks(data: Any, path: YamlPath = ()) -> Iterator[YamlPath]:
+def _blanks(data: Any, path: YamlPath = ()) -> list[YamlPath]:
+    """Where ``data`` holds a null, depth first in document order. Recurses into containers only
+    (a policy is mostly scalars: 90,000 nodes at 1,000 teams)."""
+    out: list[YamlPath] = []
+    _collect_blanks(data, path, out)
+    return out
+
+
+def _collect_blanks(data: Any, path: YamlPath, out: list[YamlPath]) -> None:
     if isinstance(data, dict):
-        for k, v in data.items():
-            if v is None:
-                yield path + (k,)
-            else:
-                yield from _blanks(v, path + (k,))
+        items: Any = data.items()
     elif isinstance(data, list):
-        for i, v in enumerate(data):
-            if v is None:
-                yield path + (i,)
-            else:
-                yield from _blanks(v, path + (i,))
+        items = enumerate(data)
+    else:
+        return
+    for k, v in items:
+        t = type(v)
+        if t is str or t is int:  # most values: nothing below them
+            continue
+        if v is None:
+            out.append(path + (k,))
+        elif t is dict or t is list or isinstance(v, (dict, list)):
+            _collect_blanks(v, path + (k,), out)
 
 
 def _crumb(path: YamlPath) -> str:
@@ -66,11 +77,13 @@ def _crumb(path: YamlPath) -> str:
 
 @checks(BLANK)
 def check_blank_values(policy: Policy) -> Iterator[Diagnostic]:
-    resolved = {(e.source, e.path): e for e in policy.allocation.entries}
+    resolved: dict[tuple[str, YamlPath], TeamAllocation] = {}  # filled at the first blank amount: blanks are rare
     files: list[SourceFile] = [policy.fleet_src, *(t.src for t in policy.teams)]
     for src in files:
         for path in _blanks(src.data):
             key = path[-1]
+            if key in AMOUNTS and not resolved:
+                resolved = {(e.source, e.path): e for e in policy.allocation.entries}
             entry = resolved.get((src.path, path[:-1])) if key in AMOUNTS else None
             if entry is not None:
                 value = getattr(entry, str(key))
