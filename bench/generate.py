@@ -151,7 +151,7 @@ def make_team(rng: random.Random, i: int, clusters: list[dict[str, Any]], leaves
     budgets = []
     for c in mine:
         options = [cls for p in c["pools"] if not p.get("serving") for cls in p["_classes"]
-                   if cls[1] in ALLOWED[isolation]]
+                   if cls[1] in ALLOWED[isolation] and not ("pii" in data and cls[1] == "timeslicing")]  # FLEET305
         if not options:  # e.g. exclusive on a cluster of shared cuts: fall back to any full-card pool
             options = [cls for p in c["pools"] if not p.get("serving") for cls in p["_classes"] if cls[1] == "full"]
         if not options:
@@ -195,6 +195,7 @@ def make_team(rng: random.Random, i: int, clusters: list[dict[str, Any]], leaves
             "maxModelLen": 8192, "sla": {"tpotP95Ms": tpot, "concurrentSequences": 16},
             # shared by the replicas: an RWX class (OPS008)
             "cache": {"size": "400Gi" if tp > 1 else "100Gi", "storageClass": "shared-rwx"},
+            "secrets": {"hubToken": {"name": "hf-token", "key": "token"}},  # gated repositories (SERVE019)
         }
         if reps["max"] > reps["min"]:
             dep["autoscaling"] = {"kind": "keda", "waitingRequestsTarget": 5,
@@ -215,6 +216,8 @@ def size_pools(clusters: list[dict[str, Any]], teams: list[dict[str, Any]],
         for b in t["spec"]["budgets"]:
             need[(b["cluster"], b["class"])] = need.get((b["cluster"], b["class"]), 0) + b["guaranteed"]
     for c in clusters:
+        # a reserved pool no deployment uses holds GPUs back for nothing (SERVE402): not generated
+        c["pools"] = [p for p in c["pools"] if not p.get("serving") or serving_load.get((c["name"], p["name"]))]
         for p in c["pools"]:
             if p.get("serving"):
                 gpus = serving_load.get((c["name"], p["name"]), 0)

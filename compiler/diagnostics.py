@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import enum
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, TypeVar
 
 
@@ -142,6 +142,35 @@ def checks(*rules: Rule) -> Callable[[F], F]:
 def sort_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
     unique = {(d.sort_key(), d.severity, d.hint, d.path): d for d in diags}
     return sorted(unique.values(), key=Diagnostic.sort_key)
+
+
+ERROR_FILE = "error_file"  # Diagnostic.extra key of a related note: the file its rule's error is on
+
+
+def _file(d: Diagnostic) -> str:
+    return d.location.file if d.location is not None else ""
+
+
+def prioritise(diags: Iterable[Diagnostic], touched: frozenset[str]) -> list[Diagnostic]:
+    """Sorted diagnostics, those on ``touched`` files first. An error on an untouched file whose
+    rule left a note on a touched file moves there (the note's place, the error's message), and a
+    note takes its old place: the author of the change sees the error on a file they edited."""
+    out = list(diags)
+    if not touched:
+        return sort_diagnostics(out)
+    for i, e in enumerate(out):
+        if e.severity is Severity.INFO or _file(e) in touched or e.location is None:
+            continue
+        for j, n in enumerate(out):
+            if (n.severity is Severity.INFO and n.code == e.code and dict(n.extra).get(ERROR_FILE) == _file(e)
+                    and _file(n) in touched and n.location is not None):
+                out[i] = replace(e, location=n.location)
+                out[j] = replace(e, location=e.location, severity=Severity.INFO,
+                                 hint=f"related to the {e.code} error in {_file(n)}",
+                                 extra=((ERROR_FILE, _file(n)),))
+                break
+    ordered = sort_diagnostics(out)
+    return [d for d in ordered if _file(d) in touched] + [d for d in ordered if _file(d) not in touched]
 
 
 def has_errors(diags: Iterable[Diagnostic], *, strict: bool = False) -> bool:

@@ -43,10 +43,14 @@ def _truncate(root: Path) -> None:
 
 
 def _swap(root: Path) -> None:
+    """Every entry gets another entry's bytes: one of its own kind where the kind has several,
+    else one of another kind (a run answered from the store reads single entries: the result,
+    the digests of out/)."""
     by_kind: dict[str, list[Path]] = {}
     for p in _entries(root):
         by_kind.setdefault(p.parent.name, []).append(p)
-    for paths in by_kind.values():
+    singles = [paths[0] for paths in by_kind.values() if len(paths) == 1]
+    for paths in [*(p for p in by_kind.values() if len(p) > 1), singles]:
         datas = [p.read_bytes() for p in paths]
         for p, data in zip(paths, datas[1:] + datas[:1]):
             p.write_bytes(data)

@@ -37,6 +37,8 @@ def _same(inc: Result, full: Result) -> None:
     assert (inc.n_objects, inc.verify_stats) == (full.n_objects, full.verify_stats)
     for rel in inc.out_digests:  # the bytes behind the digests, from the cache's blobs
         assert content_digest(inc.out_files[rel]) == inc.out_digests[rel], rel
+    for rel in full.out_digests:  # and from the empty store's, held compressed (Run.keep)
+        assert content_digest(full.out_files[rel]) == full.out_digests[rel], rel
 
 
 def _check(root: Path, expect: str, verify: bool = True) -> Result:
@@ -227,14 +229,14 @@ def test_explain_reads_the_rules_verdict_a_check_left(demo: Path, monkeypatch: p
     compile_policies(_opts(demo), Store(demo))  # check: its child keeps the findings
     full_policy, full = validated_policy(_opts(demo))
     real = validate.run_checks
-    monkeypatch.setattr(validate, "run_checks", lambda policy: pytest.fail("the rules ran again"))
+    monkeypatch.setattr(validate, "run_checks", lambda policy, verdicts=None: pytest.fail("the rules ran again"))
     policy, diags = validated_policy(_opts(demo), Store(demo))
     assert [str(d) for d in diags] == [str(d) for d in full]
     assert policy is not None and full_policy is not None
     assert policy.allocation.entries == full_policy.allocation.entries
     mutate(demo, "teams/vision.yaml", "guaranteed: 4", "guaranteed: 5")
     calls: list[int] = []
-    monkeypatch.setattr(validate, "run_checks", lambda policy: calls.append(1) or real(policy))
+    monkeypatch.setattr(validate, "run_checks", lambda policy, verdicts=None: calls.append(1) or real(policy, verdicts))
     _, diags = validated_policy(_opts(demo), Store(demo))
     assert calls == [1]
     monkeypatch.setattr(validate, "run_checks", real)
@@ -270,11 +272,11 @@ def _reference_diff(opts: Options, ref: str) -> Any:
     from compiler.tools.diff import Side, build_report, compile_side, extract_base, side_options
 
     head = compile_side(replace(opts, cache=False))
-    assert head.policy is not None
+    assert head.ok
     with tempfile.TemporaryDirectory() as tmp:
         root, policy_dir, existed = extract_base(opts.root, opts.policy_dir, ref, Path(tmp))
-        base = compile_side(side_options(opts, root, policy_dir)) if existed else Side(None, {}, {}, {})
-        note = None if base.policy is not None else "no base"
+        base = compile_side(side_options(opts, root, policy_dir)) if existed else Side(False)
+        note = None if base.ok else "no base"
         return build_report(ref, base, head, note, "out/")
 
 
@@ -443,3 +445,123 @@ def test_ops_model_from_unit_parts_equals_the_whole_inventory(tmp_path: Path, cr
             assert found == [str(d) for d in check_runtime(policy, res.manifests, inv)], root
             assert merge_facts(parts) == merged, root  # the parts were not changed by merging
             assert (inv is whole) == ("OPS004" not in " ".join(found)), root
+
+
+def test_out_digests_from_the_last_run_read_only_the_changed_units(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a one-team edit the digests of out/ come from the last run's, patched with the units
+    that left and came: two ``files`` entries read, not one per team; one run's digests kept."""
+    _check(demo, "none")
+    reads: list[tuple[str, str]] = []
+    real_get = Store.get
+
+    def get(self: Store, kind: str, key: str) -> Any:
+        if not self.off:
+            reads.append((kind, key))
+        return real_get(self, kind, key)
+
+    monkeypatch.setattr(Store, "get", get)
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    inc = compile_policies(_opts(demo), Store(demo))
+    assert inc.cached == "partial"
+    assert sum(kind == "files" for kind, _ in reads) == 1  # the unit that left (the new one is in memory)
+    assert inc.out_digests == compile_policies(_opts(demo)).out_digests
+    assert len(list((demo / CACHE_DIRNAME / "digests").iterdir())) == 1
+    reads.clear()
+    again = compile_policies(_opts(demo), Store(demo))
+    assert again.cached == "result" and again.out_digests == inc.out_digests
+    assert not any(kind == "files" for kind, _ in reads)  # its own digests, no unit's files
+    _check(demo, "result")  # the bytes behind them too
+
+
+@pytest.mark.parametrize("gone", ["digests", "last", "files"])
+def test_out_digests_without_the_last_runs_entries(demo: Path, gone: str) -> None:
+    """A pruned or deleted entry of the last run only costs time: every unit's files are read."""
+    _check(demo, "none")
+    shutil.rmtree(demo / CACHE_DIRNAME / gone)
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    _check(demo, "none" if gone == "files" else "partial")  # no unit's files: compiled without the store
+    mutate(demo, "teams/vision.yaml", "guaranteed: 4", "guaranteed: 2")
+    _check(demo, "none" if gone == "files" else "partial")  # ... and those units computed again, once
+    mutate(demo, "teams/vision.yaml", "guaranteed: 2", "guaranteed: 1")
+    _check(demo, "partial")
+
+
+def test_validate_leaves_the_digests_to_the_check_after_it(demo: Path) -> None:
+    """``validate`` (digests=False) compares no file and computes no digest; the ``check`` after it
+    is answered from the run validate stored, its digests patched from the last run's."""
+    _check(demo, "none")
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    first = compile_policies(_opts(demo), Store(demo), objects=False, digests=False)
+    assert first.cached == "partial" and first.out_digests == {} and not first.out_files
+    _check(demo, "result")
+
+
+def test_crds_are_parsed_once_then_read_from_the_store(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new process (an emptied registry) verifying a changed ClusterQueue takes the CRD's parse
+    from the store, not from YAML; the result is the same."""
+    import compiler.verify.registry as registry
+    from compiler.verify.run import _registry
+
+    _registry.cache_clear()
+    _check(demo, "none")
+    assert list((demo / CACHE_DIRNAME / "crd").iterdir())
+    _registry.cache_clear()
+
+    def no_yaml(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a CRD parsed again")
+
+    monkeypatch.setattr(registry.yaml, "load", no_yaml)
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    inc = compile_policies(_opts(demo), Store(demo))
+    assert inc.cached == "partial"
+    monkeypatch.undo()
+    _registry.cache_clear()
+    _same(inc, compile_policies(_opts(demo)))
+
+
+def test_the_front_stages_import_no_lowering() -> None:
+    """``explain``, ``report`` and ``nodes`` import load and validate alone (``pipeline.front``):
+    not the lowering, verify or report modules a compile needs."""
+    import subprocess
+    import sys
+
+    code = ("import sys, compiler.pipeline.front, compiler.pipeline.run\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('compiler.lower', 'compiler.verify.run', "
+            "'compiler.report.policy_report', 'compiler.pipeline.stages'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_one_team_edit_renders_only_what_changed(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fleet-scope objects are lowered again on every run but rendered only when they changed
+    (``stages.render_fleet``), and a team's objects are verified only when they changed
+    (``stages.verify_objects``): after one budget edit, a few renders and verifications."""
+    import compiler.pipeline.stages as stages
+
+    _check(demo, "none")
+    rendered: list[str] = []
+    verified: list[str] = []
+    real_render, real_verify = stages.render_manifest, stages.Verifier.__call__
+    monkeypatch.setattr(stages, "render_manifest", lambda m: rendered.append(m.kind) or real_render(m))
+    monkeypatch.setattr(stages.Verifier, "__call__",
+                        lambda self, ms, get: verified.extend(m.kind for m in ms) or real_verify(self, ms, get))
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    inc = compile_policies(_opts(demo), Store(demo))
+    monkeypatch.undo()
+    assert inc.cached == "partial"
+    # vision's ClusterQueue, the Cohorts whose totals moved, vision's unit rendered whole: not the fleet's 60-odd
+    assert 0 < rendered.count("Cohort") <= 3 and "ClusterQueue" in rendered
+    assert "WorkloadPriorityClass" not in rendered and "ResourceFlavor" not in rendered
+    assert "ClusterQueue" in verified and "LocalQueue" not in verified and "Namespace" not in verified
+    _same(inc, compile_policies(_opts(demo)))
+
+
+def test_findings_verify_makes_once_per_call_are_the_same_cached(demo: Path) -> None:
+    """A cluster on a Kubernetes version without bundled schemas (NEAREST_SCHEMAS, once per verify
+    call): team objects verified one by one through the store, or a unit at a time without it,
+    give the same diagnostics and statistics."""
+    mutate(demo, "fleet.yaml", 'kubernetesVersion: "1.34"', 'kubernetesVersion: "1.38"')
+    inc = _check(demo, "none")
+    assert any("no bundled schemas for Kubernetes 1.38" in d.message for d in inc.diagnostics)
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    _check(demo, "partial")

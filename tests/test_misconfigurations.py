@@ -274,7 +274,7 @@ def test_removed_flavor_needs_an_acknowledgement(tmp_path: Path) -> None:
 def test_error_moves_to_the_touched_file(tmp_path: Path) -> None:
     """With a known base, the KUEUE001 error lands on the file the change touched (recsys raised its
     guarantee), the largest contributor keeps a note, and touched files come first."""
-    from compiler.validate.related import prioritise
+    from compiler.diagnostics import prioritise
 
     root = copy_demo(tmp_path)
     mutate(root, "teams/nlp.yaml", "guaranteed: 32", "guaranteed: 60")

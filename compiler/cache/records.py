@@ -39,18 +39,19 @@ def stats_out(stats: VerifyStats) -> StatsRecord:
 
 @dataclass(frozen=True)
 class UnitRecord:
-    """One team unit: its objects' inventory, the digests of its files, what verify found, and
-    what the output-scope passes (CODEOWNERS, the OPS model) read of its files."""
+    """One team unit: its objects' inventory, what verify found, and what the output-scope
+    passes (CODEOWNERS, the OPS model) read of its files. The digests of its files are an entry
+    of their own (kind ``files``): a run reads them only for the units that changed
+    (``compiler.pipeline.run.Run.out_digests``)."""
 
     inventory: tuple[Any, ...]  # compiler.model.inventory.Inventory.to_record()
-    files: dict[str, str]  # out/-relative path -> content digest
     diags: list[DiagRecord]
     stats: StatsRecord
     owners: tuple[Any, ...]  # compiler.report.codeowners.owned_part of its inventory's files
     runtime: dict[str, Any]  # compiler.verify.runtime.file_facts of the same files (the OPS model)
 
     def plain(self) -> tuple[Any, ...]:
-        return (self.inventory, self.files, self.diags, self.stats, self.owners, self.runtime)
+        return (self.inventory, self.diags, self.stats, self.owners, self.runtime)
 
     @classmethod
     def of(cls, value: Any) -> UnitRecord:

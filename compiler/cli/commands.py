@@ -45,10 +45,10 @@ def _print_diags(diags: list[Diagnostic], opts: Options, ns: argparse.Namespace)
 
 
 def _ordered(diags: list[Diagnostic], opts: Options) -> list[Diagnostic]:
-    if not diags:  # importing the ordering imports the validate stage (~0.1 s): a clean run needs neither
+    if not diags:  # a clean run asks git nothing
         return []
+    from compiler.diagnostics import prioritise
     from compiler.pipeline.previous import touched_files
-    from compiler.validate.related import prioritise
 
     # with a known git base (GPUPOLICY_BASE, or CI): errors on the files the change touched, first
     # (asking git only when there is something to order)
@@ -72,7 +72,8 @@ def cmd_validate(opts: Options, ns: argparse.Namespace) -> int:
     from compiler.pipeline.run import compile_policies
 
     store = None if ns.no_cache else Store(opts.root)
-    res = compile_policies(opts, store, objects=False)
+    res = compile_policies(opts, store, objects=False, digests=False)
+    _print_timings(res)
     _print_diags(res.diagnostics, opts, ns)
     _cache_notice(store)
     return EXIT_POLICY if res.failed else exit_code(res.diagnostics, strict=opts.strict)
@@ -92,9 +93,13 @@ def _compile_cached(opts: Options, ns: argparse.Namespace, *, writing: bool = Fa
         recover(opts.out_dir)  # finish a swap a killed build left half done before looking at out/
     scan = TreeScan(opts.out_dir, store)
     out = compile_policies(opts, store, objects=False)
+    _print_timings(out)
+    return out, store, scan
+
+
+def _print_timings(out: Result) -> None:
     if os.environ.get("GPUPOLICY_TIMINGS"):  # bench/: where an incremental run spends its time
         print("gpupolicy: timings " + " ".join(f"{k}={v:.3f}" for k, v in out.timings.items()), file=sys.stderr)
-    return out, store, scan
 
 
 def _cache_notice(store: Store | None) -> None:

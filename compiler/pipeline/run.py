@@ -15,19 +15,25 @@ Units, by the scope of what they read:
 - *team*: everything the team passes produce for one team on every cluster, rendered and
   verified, keyed by the fleet's and that team's bytes (team passes read no other team:
   ``compiler.lower``), with an outline of its Kueue objects for ``diff`` (``stored_unit``);
-- *policy*: the semantic rules, REPORT.md and allocation.json, computed in a second process
-  while this one lowers (``compiler.cache.forked``); their errors stop the build before anything
-  is emitted. The rules' findings are kept by every input (``checks``): the commands that stop
-  after validate (``explain``, ``report``, ``nodes``) read them instead of running the rules;
+- *policy*: the semantic rules, and REPORT.md with allocation.json, computed in two more
+  processes while this one lowers (``compiler.cache.forked``); the rules' errors stop the build
+  before anything is emitted. The rules' findings are kept by every input (``checks``): the
+  commands that stop after validate (``explain``, ``report``, ``nodes``) read them instead of
+  running the rules. The team-scope rules' findings are kept per team unit (``rules``): they
+  read the fleet and their team only (``tests/test_rule_scopes.py``);
 - *output*: ArgoCD objects, GITOPS006, CODEOWNERS and the bootstrap report, which read the merged
   inventories of all units (``compiler.model.inventory``), never the units' objects;
-- *run*: the whole result, keyed by every input: an unchanged tree compiles nothing.
+- *run*: the whole result, keyed by every input: an unchanged tree compiles nothing. The digests
+  of every ``out/`` file are the last run's, patched with the units that came and went
+  (``Run.out_digests``).
 """
 
 from __future__ import annotations
 
 import gc
+import marshal
 import time
+import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,12 +51,72 @@ from compiler.pipeline.previous import previous_outputs
 from compiler.pipeline.waivers import expire
 
 if TYPE_CHECKING:
-    from compiler.policy.graph import Policy
+    from compiler.policy.graph import Policy, Team
     from compiler.verify.run import Verifier
 
 
 class CacheEntryMissing(Exception):
     """A cached file's bytes are gone (pruned or deleted meanwhile): compile with an empty store."""
+
+
+def _add(digests: dict[str, str], files: Mapping[str, str]) -> None:
+    """``digests`` += ``files``: two units (or a unit and the files rendered outside units) never
+    render the same path."""
+    if not digests.keys().isdisjoint(files):
+        raise AssertionError(f"two objects render to out/{sorted(digests.keys() & files.keys())[0]}")
+    digests.update(files)  # C loops: 82,000 files on the 1,000-team benchmark
+
+
+class _TeamVerdicts:
+    """A team's team-scope findings (``compiler.validate.driver.TeamVerdicts``), kept under its
+    unit's key (kind ``rules``): they read the fleet and that team only, like its lowering, so a
+    one-team edit runs the team-scope checks of one team. Written by the process that runs the
+    rules; the run that forked it marks them live (``Run.mark_units``)."""
+
+    def __init__(self, store: Store, keys: dict[str, str]) -> None:
+        self.store = store
+        self.keys = keys
+
+    def get(self, team: Team) -> list[Diagnostic] | None:
+        key = self.keys.get(team.path)
+        stored = None if key is None else self.store.get("rules", key)
+        return None if stored is None else [diag_in(d) for d in stored]
+
+    def put(self, team: Team, found: list[Diagnostic]) -> None:
+        key = self.keys.get(team.path)
+        if key is not None:
+            self.store.put("rules", key, [diag_out(d) for d in found])
+
+
+class _Where(Mapping[str, str]):
+    """``out/`` path -> the key of the unit (or of the inline blob) holding its bytes, built when
+    first asked: only a build that writes files asks, and then reads every unit's ``files``."""
+
+    def __init__(self, run: Run, rec: RunRecord) -> None:
+        self.run = run
+        self.rec = rec
+        self._map: dict[str, str] | None = None
+
+    def _built(self) -> dict[str, str]:
+        if self._map is None:
+            where: dict[str, str] = {}
+            for key in self.rec.units:
+                files = self.run.unit_files(key)
+                if files is None:
+                    raise CacheEntryMissing(f"files/{key}")
+                where.update(dict.fromkeys(files, key))
+            where.update(dict.fromkeys(self.rec.inline, self.rec.glob))
+            self._map = where
+        return self._map
+
+    def __getitem__(self, rel: str) -> str:
+        return self._built()[rel]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return len(self._built())
 
 
 class _Files(Mapping[str, bytes]):
@@ -109,23 +175,28 @@ def no_collections() -> Iterator[None]:
 
 
 def compile_policies(opts: Options, store: Store | None = None, *, shared: frozenset[str] | None = None,
-                     objects: bool = True, reports: bool = True) -> Result:
+                     objects: bool = True, reports: bool = True, outlines: bool = True, digests: bool = True) -> Result:
     """Run every stage over the policy directory; nothing here touches ``out/``.
 
     ``objects=False`` (the CLI's validate, check and build, which use the rendered files only):
     ``Result.manifests`` holds the fleet's and ArgoCD's objects but no team's, so a team's objects
     are freed once rendered and verified (peak memory at 10,000 teams: bench/README.md).
-    ``reports=False`` (``diff``, which compares objects): no REPORT.md or allocation.json, and the
-    run's result is not stored (it lacks them).
+    ``reports=False`` (``diff``, which compares objects): no REPORT.md, allocation.json or
+    CODEOWNERS, and the run's result is not stored (it lacks them).
 
     ``shared`` (``gpupolicy diff``): the team units the other side of the comparison has too. Of
     those the result holds outlines (``Result.outlines``; a cold store lowers them too); every other unit is lowered, even
     when stored, so its objects are at hand (in ``Result.manifests``), and the policy is always
-    assembled (no whole-result answer)."""
+    assembled (no whole-result answer). ``outlines=False``: the other side keeps the shared
+    units' outlines; this one takes those units from the store whole, without them.
+
+    ``digests=False`` (``validate``, which compares no file): ``Result.out_digests`` and
+    ``out_files`` are empty, so a one-team edit reads no unit's ``files`` (the next ``check``
+    finds them from the last run's: ``Run.out_digests``)."""
     with no_collections():
-        result = Run(opts, NullStore() if store is None else store, shared, objects, reports).run()
+        result = Run(opts, NullStore() if store is None else store, shared, objects, reports, outlines, digests).run()
         if result is None:  # a stored unit's entry vanished meanwhile
-            result = Run(opts, NullStore(), shared, objects, reports).run()
+            result = Run(opts, NullStore(), shared, objects, reports, outlines, digests).run()
             assert result is not None
     return result
 
@@ -139,24 +210,30 @@ def unit_key(fleet: str, path: str, data: bytes) -> str:
     return digest(fleet, path, data)
 
 
-def unit_keys(opts: Options) -> frozenset[str]:
-    """The keys of the team units a run over ``opts`` would use, without compiling anything (a
-    file that turns out not to be a team only adds a key no run asks for)."""
+def unit_keys(opts: Options) -> dict[str, str]:
+    """The keys of the team units a run over ``opts`` would use, each with its file's display
+    path, without compiling anything (a file that turns out not to be a team only adds a key no
+    run asks for)."""
     run = Run(opts, NullStore())
     inputs, _ = run.read_inputs()
+    run.fingerprint()
+    return {key: shown for shown, key in team_unit_keys(run.fp, inputs).items()}
+
+
+def team_unit_keys(fp: str, inputs: list[PolicyInput]) -> dict[str, str]:
+    """Each team file's display path -> its unit's key ({} without exactly one fleet file)."""
     fleet = [i for i in inputs if i.is_fleet and i.data is not None]
     if len(fleet) != 1:
-        return frozenset()
-    run.fingerprint()
-    fk = fleet_key(run.fp, fleet[0].shown, fleet[0].data or b"")
-    return frozenset(unit_key(fk, i.shown, i.data) for i in inputs if not i.is_fleet and i.data is not None)
+        return {}
+    fk = fleet_key(fp, fleet[0].shown, fleet[0].data or b"")
+    return {i.shown: unit_key(fk, i.shown, i.data) for i in inputs if not i.is_fleet and i.data is not None}
 
 
 def validated_policy(opts: Options, store: Store | None = None) -> tuple[Policy | None, list[Diagnostic]]:
     """The pipeline up to validate (load, schema, semantic rules), for the commands that read the
     validated policy and nothing lowered (``explain``, ``report``, ``nodes``); files are parsed
     through the store like any run's."""
-    from compiler.pipeline.stages import validate_run  # the stages' imports, as in Run.run
+    from compiler.pipeline.front import validate_run  # the front stages' imports, as in Run.run
 
     with no_collections():
         run = Run(opts, NullStore() if store is None else store)
@@ -164,6 +241,7 @@ def validated_policy(opts: Options, store: Store | None = None) -> tuple[Policy 
         run.fingerprint()
         run.previous = previous_outputs(opts)
         run.key_all = run.key_of(inputs, diags0)
+        run.team_keys = team_unit_keys(run.fp, inputs)
         return validate_run(run, inputs, diags0)
 
 
@@ -178,16 +256,18 @@ class Run:
     """One run's state: its options, its store, and where each unit's rendered files are."""
 
     def __init__(self, opts: Options, store: Store, shared: frozenset[str] | None = None,
-                 objects: bool = True, reports: bool = True) -> None:
+                 objects: bool = True, reports: bool = True, outlines: bool = True, digests: bool = True) -> None:
         self.opts = opts
+        self.digests = digests  # compile_policies
         self.store = store
         self.shared = shared  # compile_policies
+        self.outlined = outlines  # compile_policies
         self.objects = objects
         self.reports = reports
         self.kept: list[Manifest] = []  # team units' objects lowered by this run, when ``objects``
         self.outlines: dict[str, dict[str, Manifest]] = {}
         self.verifier: Verifier | None = None
-        self.blobs: dict[str, dict[str, bytes]] = {}  # unit key -> rendered files, loaded lazily
+        self.blobs: dict[str, dict[str, bytes] | bytes] = {}  # unit key -> rendered files (``keep``)
         self.files: dict[str, dict[str, str]] = {}  # unit key -> digests of its files
         self.children: list[Pending] = []  # forked work; reaped whatever path compile() takes
         self.policy: Policy | None = None
@@ -195,6 +275,7 @@ class Run:
         self.reused = 0  # team units taken from the store
         self.fp = ""  # fingerprint of the compiler, the CRDs and the options: part of every key
         self.key_all = ""  # every input: the run's key, and its semantic rules' verdict's
+        self.team_keys: dict[str, str] = {}  # team file -> its unit's key (its rules' verdict's too)
         self.previous: frozenset[str] | None = None  # what the clusters hold before the change (GITOPS302)
         self.timings: dict[str, float] = {}
         self.t = time.perf_counter()
@@ -215,20 +296,26 @@ class Run:
         self.fingerprint()
         self.previous = previous_outputs(self.opts)
         key_all = self.key_all = self.key_of(inputs, diags0)
+        self.team_keys = team_unit_keys(self.fp, inputs)
         stored = None if self.shared is not None or not self.reports else self.store.get("result", key_all)
         if stored is not None:
             self.lap("load")
             return self.output(RunRecord.of(stored), "result")
         # The stages are imported only when something is compiled: a run answered from the store
         # imports ~0.06 s of modules instead of ~0.3 s (python -X importtime), most of a warm check.
+        self.lap("load")
         from compiler.pipeline.stages import compile_run
 
+        self.lap("import")
         rec = compile_run(self, inputs, diags0)
-        self.store.used.add(("checks", key_all))  # written by the child that ran the rules
+        self.store.used.add(("checks", key_all))  # written by the child that ran the rules, and
+        self.store.used.update(("rules", k) for k in self.team_keys.values())  # its teams' verdicts
         if self.reports:
             self.store.put("result", key_all, rec.plain())
-        self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas"))
-        return self.output(rec, "partial" if self.reused else "none")
+        result = self.output(rec, "partial" if self.reused else "none")  # reads the last run's digests: first
+        self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas", "digests",
+                          "last", "rules", "verified", "rendered"))
+        return result
 
     def key_of(self, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> str:
         """The key of every input. The previous out/ is an input of GITOPS302: part of the key,
@@ -246,28 +333,93 @@ class Run:
             return [diag_in(d) for d in stored]
         from compiler.validate import run_checks
 
-        found = run_checks(policy)
+        found = run_checks(policy, None if self.store.off else _TeamVerdicts(self.store, self.team_keys))
         self.store.put("checks", self.key_all, [diag_out(d) for d in found])
         return found
 
     def output(self, rec: RunRecord, how: str) -> Result | None:
-        where: dict[str, str] = {}
-        digests: dict[str, str] = {}
-        for key in rec.units:
-            files = self.files[key] if key in self.files else self.store.get("files", key)  # {}: a unit rendering nothing
-            if files is None:
-                return None
-            self.files[key] = files
-            digests.update(files)  # C loops: 72,000 files on the 1,000-team benchmark
-            where.update(dict.fromkeys(files, key))
-        digests.update(rec.inline)
-        where.update(dict.fromkeys(rec.inline, rec.glob))
+        digests = self.out_digests(rec)
+        if digests is None:
+            return None
         self.lap("report" if how != "result" else "result")
+        units = {k: self.files.get(k, {}) for k in rec.units} if self.shared is not None else {}  # diff's
         # waiver expiry depends on the date, so it is decided here on every run, never stored
         return Result(expire(diag_in(d) for d in rec.diags), rec.failed, self.policy,
-                      sorted(self.lowered, key=Manifest.sort_key), digests, _Files(digests, self.fetch(where)),
-                      rec.repo, rec.n, rec.stats, self.timings, how, {k: self.files.get(k, {}) for k in rec.units},
-                      self.outlines)
+                      sorted(self.lowered, key=Manifest.sort_key), digests,
+                      _Files(digests, self.fetch(_Where(self, rec))), rec.repo, rec.n, rec.stats, self.timings, how,
+                      units, self.outlines)
+
+    def unit_files(self, key: str) -> dict[str, str] | None:
+        """A team unit's files (out/ path -> digest): computed by this run, or its ``files`` entry."""
+        files = self.files.get(key)
+        if files is None:
+            files = self.store.get("files", key)  # {}: a unit rendering nothing
+            if files is None:  # gone: the unit is computed again next time, which rewrites them
+                self.store.discard("unit", key)
+                return None
+            self.files[key] = files
+        return files
+
+    def out_digests(self, rec: RunRecord) -> dict[str, str] | None:
+        """Every ``out/`` file's digest. With a store, from the last run's (kind ``digests``,
+        pointed to by ``last``): the units it had and this run has not lose their files, the units
+        this run has and it had not add theirs, so a one-team edit reads two units' ``files``
+        instead of every unit's (1,000 entries at 1,000 teams). A run answered from the store reads
+        its own. Else (no store, a diff, a missing entry) every unit's ``files``, in out/ order."""
+        if not self.digests:
+            return {}
+        if self.shared is not None or self.store.off or rec.failed:
+            return self.merged_digests(rec)
+        stored = self.store.get("digests", self.key_all)
+        if stored is not None:
+            return stored[2]
+        digests = self.delta_digests(rec)
+        if digests is None:
+            digests = self.merged_digests(rec)
+            if digests is None:
+                return None
+        if self.reports:  # a complete run (a diff's lacks REPORT.md and allocation.json)
+            self.store.put("digests", self.key_all, (rec.units, list(rec.inline), digests))
+            last = self.store.get("last", self.fp)
+            self.store.put("last", self.fp, self.key_all)
+            if last is not None and last != self.key_all:  # 8 MB at 1,000 teams: one run's is kept
+                self.store.discard("digests", last)
+        return digests
+
+    def merged_digests(self, rec: RunRecord) -> dict[str, str] | None:
+        digests: dict[str, str] = {}
+        found = [(key, self.unit_files(key)) for key in rec.units]  # every missing one discarded
+        for _, files in found:
+            if files is None:
+                return None
+            _add(digests, files)
+        _add(digests, rec.inline)
+        return digests
+
+    def delta_digests(self, rec: RunRecord) -> dict[str, str] | None:
+        """``out_digests`` from the last run's, or None when an entry it needs is gone."""
+        last = self.store.get("last", self.fp)
+        prev = None if last is None else self.store.get("digests", last)
+        if prev is None:
+            return None
+        prev_units, prev_inline, digests = prev
+        had, has = set(prev_units), set(rec.units)
+        for key in had - has:
+            files = self.unit_files(key)
+            if files is None:
+                return None
+            for rel in files:
+                del digests[rel]
+        for rel in prev_inline:
+            del digests[rel]
+        for key in rec.units:
+            if key not in had:
+                files = self.unit_files(key)
+                if files is None:
+                    return None
+                _add(digests, files)
+        _add(digests, rec.inline)
+        return digests
 
     def stored_unit(self, key: str) -> Any | None:
         """A team unit's stored record, or None to compute it. A diff (``shared``) takes a shared
@@ -276,6 +428,8 @@ class Run:
             return self.store.get("unit", key)
         if key not in self.shared:
             return None
+        if not self.outlined:
+            return self.store.get("unit", key)
         outline = self.store.get("outline", key)
         if outline is None:
             return None
@@ -294,19 +448,39 @@ class Run:
             return
         outline = [o for o in map(outline_out, manifests) if o is not None]
         self.store.put("outline", key, outline)
-        if self.shared is not None and key in self.shared:
+        if self.shared is not None and key in self.shared and self.outlined:
             self.outlines[key] = dict(map(outline_in, outline))
 
-    def fetch(self, where: dict[str, str]) -> Callable[[str], bytes]:
+    def keep(self, key: str, files: dict[str, bytes]) -> None:
+        """Hold a unit's rendered files until ``out/`` is written. Without a store (``--no-cache``)
+        nothing else holds them and they were the largest part of a build's peak memory (10,000
+        teams: ~0.7 GB of bytes in 861,000 objects), so they are held as one zlib stream per unit
+        at level 1 (a team's YAML repeats itself across clusters: 14x smaller for ~0.15 s of CPU
+        per 1,000 teams, bench/README.md). With a store they stay as they are: the store
+        compresses its own copy."""
+        self.blobs[key] = zlib.compress(marshal.dumps(files), 1) if self.store.off else files
+
+    def fetch(self, where: Mapping[str, str]) -> Callable[[str], bytes]:
+        """``out/`` path -> bytes. A compressed unit is expanded for the paths asked one after the
+        other and dropped at the next unit's: ``write_tree`` asks in ``Result.out_digests``' order,
+        unit by unit, so each is expanded once and one at a time."""
+        last: tuple[str, dict[str, bytes]] = ("", {})
+
         def get(rel: str) -> bytes:
+            nonlocal last
             key = where[rel]
-            files = self.blobs.get(key)
-            if files is None:
-                files = self.store.get("blob", key)
-                if files is None:
+            if key == last[0]:
+                return last[1][rel]
+            held = self.blobs.get(key)
+            if held is None:
+                held = self.store.get("blob", key)
+                if held is None:
                     raise CacheEntryMissing(f"blob/{key}")
-                self.blobs[key] = files
-            return files[rel]
+                self.blobs[key] = held
+            if isinstance(held, bytes):
+                last = key, marshal.loads(zlib.decompress(held))
+                return last[1][rel]
+            return held[rel]
 
         return get
 

@@ -1,15 +1,18 @@
 """The stages in order, written once: load → validate → lower → verify → emit → report.
 
-``compile_run`` is the sequence; each stage asks the run's store for a unit before computing it
-(``compiler.pipeline.run`` says which units there are). With an empty store every unit is
+``compile_run`` is the sequence (load and validate are in ``compiler.pipeline.front``, which the
+commands that stop after validate import alone); each stage asks the run's store for a unit before
+computing it (``compiler.pipeline.run`` says which units there are). With an empty store every unit is
 computed, so ``validate``, ``--no-cache`` and a warm ``check`` run exactly this code.
 """
 
 from __future__ import annotations
 
+import marshal
 from collections import Counter
-from dataclasses import replace
-from typing import Callable, Iterable
+from typing import Any, Iterable
+
+import yaml
 
 from compiler.cache.forked import Pending, in_child
 from compiler.cache.records import (
@@ -22,24 +25,21 @@ from compiler.cache.records import (
     diag_out,
     stats_out,
 )
-from compiler.cache.store import compiler_fingerprint, content_digest, digest
+from compiler.cache.store import Store, compiler_fingerprint, content_digest, digest
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.emit.tree import render_manifest
 from compiler.load.paths import display_path
-from compiler.load.source import PolicySources, Positions, SourceFile, load_text
 from compiler.lower import lower_cluster, lower_delivery, lower_team
 from compiler.model.inventory import Inventory
 from compiler.model.manifest import Manifest
 from compiler.model.schemas import render_schemas
+from compiler.pipeline.front import assemble
 from compiler.pipeline.run import PolicyInput, Run, fleet_key, unit_key
-from compiler.pipeline.waivers import expire
 from compiler.policy.graph import Policy
 from compiler.policy.multikueue_topology import check_manifests
 from compiler.report.codeowners import OwnedPart, owned_part, render_codeowners
 from compiler.report.gitops import argocd_reports
 from compiler.report.policy_report import policy_reports
-from compiler.validate import assemble_policy, run_checks
-from compiler.validate.cascade import recoverable
 from compiler.validate.relations import check_output_path
 from compiler.validate.waivers import apply_waivers
 from compiler.verify.context import VerifyStats
@@ -53,16 +53,19 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
         policy, diags = assemble(run, inputs, diags0)
         if policy is None:
             return RunRecord.failure(diags)
-        # The policy-scope unit runs in a second process while this one lowers. Its errors stop
-        # the build before anything is emitted; lowering a policy they reject may fail, so
-        # failures wait for their verdict.
-        checks = in_child(whole_policy, policy, run)
-        run.children.append(checks)
+        # The policy-scope unit runs in two more processes while this one lowers: the semantic
+        # rules in one, REPORT.md and allocation.json in the other (each about as long as this
+        # process's share on 1,000 teams: bench/README.md). The rules' errors stop the build before
+        # anything is emitted; lowering a policy they reject may fail, so failures wait for their
+        # verdict, and the reports are used only when the rules pass.
+        checks = in_child(semantic_rules, policy, run)
+        reports = in_child(reports_or_none, policy) if run.reports else Pending(lambda: None)
+        run.children += [checks, reports]
         run.lap("validate")
         try:
-            return lower_verify_emit(run, policy, {i.shown: i.data or b"" for i in inputs}, diags, checks)
+            return lower_verify_emit(run, policy, {i.shown: i.data or b"" for i in inputs}, diags, checks, reports)
         except Exception:
-            found = [diag_in(d) for d in checks()[0]]
+            found = [diag_in(d) for d in checks()]
             if has_errors(found):
                 run.policy, run.lowered = None, []
                 return RunRecord.failure(diags + found)
@@ -73,100 +76,30 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
         run.children.clear()
 
 
-def assemble(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> tuple[Policy | None, list[Diagnostic]]:
-    """Load, then schema-check and assemble the policy: the policy when the rules and lowering may
-    run on it, else None with every diagnostic found."""
-    sources, diags = load(run, inputs)
-    diags = diags0 + diags
-    run.lap("load")
-    policy, more = assemble_policy(sources)
-    diags += more
-    if policy is None:
-        return None, diags
-    policy = replace(policy, previous=run.previous)
-    if recoverable(diags):  # a rejected cut: its classes are unknown, the rest is whole
-        return None, diags + run_checks(policy)
-    return (None, diags) if has_errors(diags) else (policy, diags)
-
-
-def validate_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> tuple[Policy | None, list[Diagnostic]]:
-    """The stages up to validate: the validated policy (None on errors) and every diagnostic."""
-    policy, diags = assemble(run, inputs, diags0)
-    if policy is None:
-        return None, diags
-    # the rules' verdict may come from the store (run.semantic); waivers and expiry apply now
-    checked = expire(apply_waivers(policy, run.semantic(policy)))
-    return (None if has_errors(checked) else policy), diags + checked
-
-
-# -- load ------------------------------------------------------------------------------------
-
-
-def load(run: Run, inputs: list[PolicyInput]) -> tuple[PolicySources, list[Diagnostic]]:
-    """Each file's parse (a file-scope unit); a stored parse reads its position tables only when
-    a diagnostic needs them."""
-    fleet: SourceFile | None = None
-    teams: list[SourceFile] = []
-    diags: list[Diagnostic] = []
-    for i in inputs:
-        if i.data is None:
-            continue
-        key = digest(compiler_fingerprint(), i.shown, i.data)
-        hit = run.store.get("load", key)
-        src: SourceFile | None
-        if hit is None:
-            src, found = load_text(i.shown, i.data)
-            diags.extend(found)
-            if src is not None:
-                run.store.put("pos", key, (src.positions, src.key_positions))
-            run.store.put("load", key, (None if src is None else src.data, [diag_out(x) for x in found]))
-        else:
-            run.store.used.add(("pos", key))
-            parsed, stored = hit
-            diags.extend(diag_in(x) for x in stored)
-            if parsed is None:
-                continue
-            text = i.data.decode("utf-8")
-            src = SourceFile(i.shown, text[1:] if text.startswith("\ufeff") else text, parsed,
-                             lazy_positions=_positions(run, key, i.shown, i.data))
-        if src is None:
-            continue
-        if i.is_fleet:
-            fleet = src
-        else:
-            teams.append(src)
-    return PolicySources(fleet, teams), diags
-
-
-def _positions(run: Run, key: str, shown: str, data: bytes) -> Callable[[], Positions]:
-    """A file's position tables, read when a diagnostic first needs them (or re-parsed, if the
-    entry was pruned meanwhile)."""
-    def get() -> Positions:
-        hit: Positions | None = run.store.get("pos", key)
-        if hit is None:
-            src, _ = load_text(shown, data)
-            hit = ({}, {}) if src is None else (src.positions, src.key_positions)
-        return hit
-
-    return get
-
-
 # -- validate: the policy-scope unit -------------------------------------------------------
 
 
-def whole_policy(policy: Policy, run: Run) -> tuple[list[DiagRecord], dict[str, bytes] | None]:
-    """The semantic rules (their findings kept in the store for explain, report and nodes:
-    ``Run.semantic``), then (if they pass) REPORT.md and allocation.json: one child process,
-    and the DRA proofs both need are computed once."""
-    found = apply_waivers(policy, run.semantic(policy))  # a waived error does not withhold the reports
-    return [diag_out(d) for d in found], None if has_errors(found) or not run.reports else policy_reports(policy)
+def semantic_rules(policy: Policy, run: Run) -> list[DiagRecord]:
+    """The semantic rules' findings, waivers applied (their findings are kept in the store for
+    explain, report and nodes: ``Run.semantic``)."""
+    return [diag_out(d) for d in apply_waivers(policy, run.semantic(policy))]
+
+
+def reports_or_none(policy: Policy) -> dict[str, bytes] | None:
+    """REPORT.md and allocation.json, or None when they cannot be rendered: they are computed
+    before the rules' verdict, on a policy the rules may yet reject (a policy they accept and
+    this fails on is rendered again where its error is reported: ``lower_verify_emit``)."""
+    try:
+        return policy_reports(policy)
+    except Exception:
+        return None
 
 
 # -- lower, verify, emit, report ------------------------------------------------------------
 
 
 def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: list[Diagnostic],
-                      checks: Pending) -> RunRecord:
+                      checks: Pending, reports: Pending) -> RunRecord:
     opts = run.opts
     base = list(diags)  # load and schema diagnostics
     clusters = sorted(policy.clusters)
@@ -182,6 +115,8 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
     units: list[tuple[str, UnitRecord]] = []
     if opts.verify:
         run.verifier = Verifier(policy, opts.crds, strict=opts.strict)
+        if run.verifier.registry is not None:
+            run.verifier.registry.remember(None if run.store.off else ParsedCrds(run.store))
     fleet = fleet_key(run.fp, policy.fleet_src.path, raw[policy.fleet_src.path])  # hashed once
     for team in policy.teams:
         key = unit_key(fleet, team.path, raw[team.path])
@@ -189,14 +124,15 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
         rec = None if stored is None else UnitRecord.of(stored)
         if rec is not None:
             run.reused += 1
-            run.store.used.update({("files", key), ("blob", key), ("outline", key)})  # live, though not read now
+            run.store.used.update({("files", key), ("blob", key), ("outline", key), ("rules", key),
+                                   ("verified", digest(run.fp, "team", team.path))})  # live, though not read now
             inventory.merge(Inventory.from_record(rec.inventory))
         else:  # rendered and verified at once: one team's objects alive at a time (issue 21, RSS)
             ms = [m for c in clusters for m in lower_team(policy, team, c)]
             team_inventory = Inventory.of(ms)
             run.lap("lower")
             owned = owned_part(team_inventory.files, {team.path: team.name}) if keep else ({}, {}, {})
-            rec = new_unit(run, key, ms, team_inventory, owned, file_facts(team_inventory.files))
+            rec = new_unit(run, key, team.path, ms, team_inventory, owned, file_facts(team_inventory.files))
             run.lap("verify")
             inventory.merge(team_inventory)
         units.append((key, rec))
@@ -208,7 +144,7 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
     run.lowered = fresh + run.kept
     shown_out = display_path(opts.out_dir, opts.root)
     owners = in_child(render_codeowners, policy, owner_parts if keep else inventory,
-                      display_path(opts.policy_dir, opts.root), shown_out)
+                      display_path(opts.policy_dir, opts.root), shown_out) if run.reports else Pending(bytes)
     run.children.append(owners)
     diags += check_manifests(policy, inventory)
     # OPS: what ArgoCD syncs must also run (the parts in the inventory's order of files)
@@ -217,25 +153,21 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
     run.lap("lower")
 
     # emit (in memory) and verify: fleet and output objects one by one, team units whole
-    inline = {m.relpath: render_manifest(m) for m in fresh}
+    inline = render_fleet(run, fresh)
     run.lap("emit")
     stats: list[StatsRecord] = []
     found: list[Diagnostic] = []
     if opts.verify:
         found += verify_objects(run, fresh, inline, stats)
-    seen = set(inline)
     for key, rec in units:
         found += [diag_in(d) for d in rec.diags]
         stats.append(rec.stats)
-        run.files[key] = rec.files
-        if not seen.isdisjoint(rec.files):
-            raise AssertionError(f"two objects render to out/{sorted(seen & set(rec.files))[0]}")
-        seen.update(rec.files)
     if opts.verify:
         diags += run_level(policy, found, opts.crds, strict=opts.strict)
     run.lap("verify")
 
-    checked = [diag_in(d) for d in checks()[0]]
+    checked = [diag_in(d) for d in checks()]
+    run.lap("wait")  # for the policy-scope unit's child: the critical path when this is long
     if has_errors(checked):  # the policy-scope rules stop the build before anything is emitted
         run.policy, run.lowered = None, []
         return RunRecord.failure(base + checked)
@@ -246,15 +178,14 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
         return RunRecord.failure(diags, stats_sum(stats))
 
     # report: the policy-scope and output-scope files, CODEOWNERS, the schemas
-    reports = checks()[1]
-    assert reports is not None or not run.reports
-    inline.update(reports or {})
+    if run.reports:  # a waived error does not withhold them
+        inline.update(reports() or policy_reports(policy))
     inline.update(argocd_reports(policy, inventory, argocd))
     inline_digests = {rel: content_digest(data) for rel, data in inline.items()}
     glob = digest("inline", *[x for kv in sorted(inline_digests.items()) for x in kv])
     run.store.put("blob", glob, inline, compress=True)
-    run.blobs[glob] = inline
-    repo = {".github/CODEOWNERS": owners()}
+    run.keep(glob, inline)
+    repo = {".github/CODEOWNERS": owners()} if run.reports else {}  # diff compares out/ only
     schemas = run.store.get("schemas", compiler_fingerprint())  # depend on the compiler alone
     if schemas is None:
         schemas = render_schemas()
@@ -264,32 +195,90 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
                      inventory.count, stats_sum(stats) if opts.verify else {})
 
 
-def new_unit(run: Run, key: str, flat: list[Manifest], inventory: Inventory, owners: OwnedPart,
+def new_unit(run: Run, key: str, team_path: str, flat: list[Manifest], inventory: Inventory, owners: OwnedPart,
              runtime: FileFacts) -> UnitRecord:
-    """A team unit computed: its objects rendered and verified, then stored."""
+    """A team unit computed: its objects rendered and verified, then stored. With a store its
+    objects are verified through a table of that team's objects (``verify_objects``): after an
+    edit of one budget only the changed ClusterQueues are, so only their schemas are compiled in
+    this process (the first object of a kind costs its CRD's parsing and compiling, ~0.1 s for
+    ClusterQueue). The findings are the same either way (a finding verify makes once per call,
+    such as NEAREST_SCHEMAS, is one diagnostic once sorted: ``sort_diagnostics``)."""
     files = {m.relpath: render_manifest(m) for m in flat}
     diags: list[Diagnostic] = []
     stats = NO_STATS
-    if run.verifier is not None:
+    if run.verifier is not None and run.store.off:  # in one call: ~25% less than object by object
         diags, verified = run.verifier(flat, files.get)
         stats = stats_out(verified)
-    rec = UnitRecord(inventory.to_record(), {rel: content_digest(data) for rel, data in files.items()},
-                     [diag_out(d) for d in diags], stats, owners, runtime)
+    elif run.verifier is not None:
+        parts: list[StatsRecord] = []
+        diags = verify_objects(run, flat, files, parts, digest(run.fp, "team", team_path))
+        stats = stats_total(parts)
+    rec = UnitRecord(inventory.to_record(), [diag_out(d) for d in diags], stats, owners, runtime)
     run.store.put("unit", key, rec.plain())
     run.unit_lowered(key, flat)
-    run.store.put("files", key, rec.files)
+    digests = run.files[key] = {rel: content_digest(data) for rel, data in files.items()}
+    run.store.put("files", key, digests)  # read only by the runs that need every file's digest
     run.store.put("blob", key, files, compress=True)
-    run.blobs[key] = files
+    run.keep(key, files)
     return rec
 
 
+def render_fleet(run: Run, fresh: list[Manifest]) -> dict[str, bytes]:
+    """The fleet-scope and output-scope objects rendered, through a table of their renderings by
+    content (kind ``rendered``): they are re-lowered on every run (cluster passes may read any
+    team, through the allocation), but after a one-team edit a few Cohorts and that team's
+    ClusterQueues differ, and hashing an object's ``marshal`` form costs a fifth of rendering it.
+    Version 2 of the format has no back-references, so equal objects give equal bytes; an object
+    marshal cannot hold is rendered each time."""
+    if run.store.off:
+        return {m.relpath: render_manifest(m) for m in fresh}
+    table: dict[str, bytes] = run.store.get("rendered", run.fp) or {}
+    kept: dict[str, bytes] = {}
+    out: dict[str, bytes] = {}
+    for m in fresh:
+        try:
+            key = digest(*m.sources, marshal.dumps(m.obj, 2))
+        except ValueError:
+            out[m.relpath] = render_manifest(m)
+            continue
+        data = table.get(key)
+        out[m.relpath] = kept[key] = render_manifest(m) if data is None else data
+    if kept.keys() != table.keys():
+        run.store.put("rendered", run.fp, kept)
+    return out
+
+
+class ParsedCrds:
+    """CRD documents parsed once, kept in the store by their text (kind ``crd``; PyYAML's version
+    is part of the key): ``compiler.verify.registry.ParsedDocs``."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    @staticmethod
+    def key(text: str) -> str:
+        return digest("crd", yaml.__version__, text)
+
+    def get(self, text: str) -> dict[str, Any] | None:
+        doc = self.store.get("crd", self.key(text))
+        return doc if isinstance(doc, dict) else None
+
+    def put(self, text: str, doc: dict[str, Any]) -> None:
+        try:
+            self.store.put("crd", self.key(text), doc)
+        except ValueError:  # a value marshal cannot hold (a YAML timestamp): parsed each time
+            pass
+
+
 def verify_objects(run: Run, fresh: list[Manifest], rendered: dict[str, bytes],
-                   stats: list[StatsRecord]) -> list[Diagnostic]:
-    """Fleet-scope and output-scope objects, one at a time, through a table keyed by their
-    content (an unchanged ClusterQueue is not verified again)."""
+                   stats: list[StatsRecord], table_key: str | None = None) -> list[Diagnostic]:
+    """Objects verified one at a time, through a table keyed by their content (an unchanged
+    Cohort is not verified again): the fleet-scope and output-scope objects' (``table_key``
+    None), or one team's (``new_unit``)."""
     assert run.verifier is not None
     versions = run.verifier.versions
-    table = run.store.get("verified", run.fp) or {}
+    table_key = table_key or run.fp
+    table = run.store.get("verified", table_key) or {}
     kept: dict[str, tuple[list[DiagRecord], StatsRecord]] = {}
     diags: list[Diagnostic] = []
     for m in fresh:
@@ -303,8 +292,18 @@ def verify_objects(run: Run, fresh: list[Manifest], rendered: dict[str, bytes],
         diags += [diag_in(d) for d in hit[0]]
         stats.append(hit[1])
     if kept.keys() != table.keys():
-        run.store.put("verified", run.fp, kept)
+        run.store.put("verified", table_key, kept)
     return diags
+
+
+def stats_total(parts: Iterable[StatsRecord]) -> StatsRecord:
+    """One record of the objects and counters of ``parts``."""
+    objects: Counter[Any] = Counter()
+    ints = [0] * 6
+    for kinds, *counts in parts:
+        objects.update(kinds)
+        ints = [a + b for a, b in zip(ints, counts)]
+    return (dict(objects), *ints)
 
 
 def stats_sum(parts: Iterable[StatsRecord]) -> dict[str, object]:

@@ -13,6 +13,8 @@ never visible.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import compiler.validate.acknowledgements as acknowledgements
 import compiler.validate.admission as admission
 import compiler.validate.capacity as capacity
@@ -33,7 +35,7 @@ import compiler.validate.versions as versions
 import compiler.validate.yaml_surprises as yaml_surprises
 from compiler.diagnostics import Check, Diagnostic, Rule, Scope
 from compiler.policy import gitops_names, multikueue_topology
-from compiler.policy.graph import Policy
+from compiler.policy.graph import Policy, Team
 
 RULES: tuple[Rule, ...] = (
     *semantic.RULES,
@@ -67,14 +69,28 @@ def checks_of(scope: Scope, rules: tuple[Rule, ...] = RULES) -> list[Check]:
     return list(dict.fromkeys(r.check for r in rules if r.scope is scope and r.check is not None))
 
 
-def run_checks(policy: Policy) -> list[Diagnostic]:
+class TeamVerdicts(Protocol):
+    """Where a team's team-scope findings may come from instead of its checks: they read the fleet
+    and that team only (``Scope.TEAM``; ``tests/test_rule_scopes.py`` holds them to it), so a store
+    keys them like the team's lowering unit (``compiler.pipeline.run.Run.semantic``)."""
+
+    def get(self, team: Team) -> list[Diagnostic] | None: ...
+
+    def put(self, team: Team, found: list[Diagnostic]) -> None: ...
+
+
+def run_checks(policy: Policy, verdicts: TeamVerdicts | None = None) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for check in checks_of(Scope.FLEET):
         out.extend(check(policy))
     team_checks = checks_of(Scope.TEAM)
     for team in policy.teams:
-        for check in team_checks:
-            out.extend(check(policy, team))
+        found = None if verdicts is None else verdicts.get(team)
+        if found is None:
+            found = [d for check in team_checks for d in check(policy, team)]
+            if verdicts is not None:
+                verdicts.put(team, found)
+        out.extend(found)
     for check in checks_of(Scope.POLICY):
         out.extend(check(policy))
     return out

@@ -161,10 +161,17 @@ def check_provisionable(rt: ClusterRuntime) -> Iterator[Diagnostic]:
 
 
 def check_namespace_waves(rt: ClusterRuntime) -> Iterator[Diagnostic]:
+    # per namespace, what creates it and the earliest wave that does: a (component, namespace)
+    # pair is in time when its component creates the namespace or an earlier wave does (one
+    # lookup per pair: 80,000 pairs at 1,000 teams)
+    makers = {ns: {src for src, _ in sources} for ns, sources in rt.namespace_sources.items()}
+    first = {ns: min(w for _, w in sources) for ns, sources in rt.namespace_sources.items() if sources}
+    never = 10**9
     late: list[tuple[str, str, str]] = []
+    waves = rt.waves
     for (component, ns), relpaths in rt.namespaced.items():  # the verdict is the pair's
-        wave = rt.waves.get(component)
-        if wave is None or any(src == component or w < wave for src, w in rt.namespace_sources.get(ns, [])):
+        wave = waves.get(component)
+        if wave is None or first.get(ns, never) < wave or component in makers.get(ns, ()):
             continue
         late += [(relpath, component, ns) for relpath in relpaths]
     for relpath, component, ns in sorted(late):
