@@ -167,3 +167,32 @@ def test_random_edits_give_what_reading_every_file_gives(tmp_path: Path) -> None
                          if (out / rel).is_symlink()})
         assert digests == expected
         state = new if new is not None else known
+
+
+def test_the_scan_after_a_recorded_write_reads_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``record_tree`` takes its stats once the racy window has passed, so the ``check`` right after
+    a build trusts every file (no state left to record); a file changed between the write and the
+    recording is read, not given the digest it was written with."""
+    out = tmp_path / "out"
+    write_tree(out, FILES)
+    digests = {rel: content_digest(data) for rel, data in FILES.items()}
+    state = record_tree(out, digests)
+    with monkeypatch.context() as m:
+        _no_reads(m)
+        found, new = scan_tree(out, state)
+    assert found == digests and new is None
+
+    write_tree(out, {**FILES, "a/x.yaml": b"9\n"})
+    changed = {**digests, "a/x.yaml": content_digest(b"9\n")}
+    real_sleep = time.sleep
+
+    def edit_meanwhile(seconds: float) -> None:  # someone edits a file while the build records
+        real_sleep(0.02)  # past the kernel's coarse clock tick (file times lag time_ns by up to one)
+        (out / "b/z.yaml").write_bytes(b"7\n")
+        real_sleep(seconds)
+
+    monkeypatch.setattr(store.time, "sleep", edit_meanwhile)
+    state = record_tree(out, changed)
+    monkeypatch.undo()
+    found, _ = scan_tree(out, state)
+    assert found == _truth(out) and found["b/z.yaml"] == content_digest(b"7\n")

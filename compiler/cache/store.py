@@ -300,12 +300,14 @@ class _Walk:
     """One walk of a tree: the digest of every file and the state (one ``DirState`` per
     directory) to compare the next walk with."""
 
-    def __init__(self, known: dict[str, Any] | None, written: dict[str, str] | None) -> None:
+    def __init__(self, known: dict[str, Any] | None, written: dict[str, str] | None,
+                 written_by: int = _EARLIEST) -> None:
         if known is not None and known.get("format") != STATE_FORMAT:
             known = None  # recorded by an earlier version, in another shape: read everything once
         self.old: dict[str, DirState] = (known or {}).get("dirs") or {}
         self.cutoff = (known.get("at", 0) if known else 0) - RACY_NS  # newer than this: not trusted
-        self.written = written or {}  # digests a writer just wrote, trusted without reading
+        self.written = written or {}  # digests a writer just wrote, trusted without reading...
+        self.written_by = written_by  # ... in files changed no later than this (ctime, ns)
         self.digests: dict[str, str] = {}
         self.dirs: dict[str, DirState] = {}
         self.same = True  # every directory as recorded
@@ -329,7 +331,8 @@ class _Walk:
         self.same = False
         rels = list(map(prefix.__add__, names)) if self.written else []
         given = list(map(self.written.get, rels))
-        if self.written and None not in given and all(map(stat.S_ISREG, map(_MODE, stats))):
+        if (self.written and None not in given and all(map(stat.S_ISREG, map(_MODE, stats)))
+                and max(map(_CTIME, stats), default=_EARLIEST) <= self.written_by):
             found = cast("list[str]", given)  # files just written (record_tree): in C loops
             self.digests.update(zip(rels, found))
         else:
@@ -355,7 +358,7 @@ class _Walk:
                 # a symbolic link or special file is never something a build wrote: stale,
                 # whatever it points to (never followed, never read)
                 d = NOT_REGULAR
-            elif rel in self.written:
+            elif rel in self.written and st[3] <= self.written_by:
                 d = self.written[rel]
             elif prev is not None and prev[0] == st and max(st[2], st[3]) < self.cutoff:
                 d = prev[1]
@@ -392,9 +395,18 @@ def scan_tree(root: Path, known: dict[str, Any] | None) -> tuple[dict[str, str],
 
 def record_tree(root: Path, written: dict[str, str]) -> dict[str, Any]:
     """The state (as ``scan_tree``) of a tree this process just wrote: stat each file and trust
-    the digest it was written with (files inside the racy window are re-read by the next scan)."""
+    the digest it was written with, unless the file changed after the write (its ctime; file
+    times come from the kernel's coarse clock, so a change within one tick of the write's end may
+    pass: only another process writing into ``out/`` during a build could make one).
+
+    The stats are taken once the racy window has passed since the last write: a file written
+    within ``RACY_NS`` of the state's moment would be re-read by the next scan (its mtime may
+    not have ticked since). Waiting 0.1 s here saves the ``check`` after a build re-reading the
+    last-written files (~0.25 s at 1,000 teams: bench/README.md)."""
+    written_by = time.time_ns()
+    time.sleep(RACY_NS / 1e9)
     at = time.time_ns()
-    walk = _Walk(None, written)
+    walk = _Walk(None, written, written_by)
     if root.is_dir():
         walk.walk(str(root), "")
     return walk.state(at)
