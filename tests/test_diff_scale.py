@@ -21,7 +21,8 @@ from compiler.cache.store import Store
 from compiler.diagnostics import UsageError
 from compiler.pipeline.options import Options
 from compiler.pipeline.run import compile_policies
-from compiler.tools.diff import Side, compile_side, extract_base, run_diff
+from compiler.tools.diff import Side, compile_side, run_diff
+from compiler.tools.diff_base import extract_base
 from compiler.tools.diff_flags import find_flags
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
@@ -223,7 +224,7 @@ def test_a_second_diff_against_the_same_base_reads_it_from_the_store(tmp_path: P
 
 
 def test_the_base_is_written_to_memory_only_with_room_and_no_tmpdir(monkeypatch: pytest.MonkeyPatch) -> None:
-    import compiler.tools.diff as diff
+    import compiler.tools.diff_base as diff
 
     monkeypatch.delenv("TMPDIR", raising=False)
     if diff.scratch_dir() is None:

@@ -14,7 +14,8 @@ import pytest
 from conftest import CRDS, REPO, run_cli
 from helpers import copy_demo, mutate
 
-from compiler.cache.store import CACHE_DIRNAME, Store, content_digest, scan_tree
+from compiler.cache.store import CACHE_DIRNAME, Store, content_digest
+from compiler.cache.tree_state import scan_tree
 from compiler.diagnostics import sort_diagnostics
 from compiler.emit.tree import read_tree, write_tree
 from compiler.pipeline.options import Options
@@ -269,7 +270,8 @@ def _reference_diff(opts: Options, ref: str) -> Any:
     import tempfile
     from dataclasses import replace
 
-    from compiler.tools.diff import Side, build_report, compile_side, extract_base, side_options
+    from compiler.tools.diff import Side, build_report, compile_side, side_options
+    from compiler.tools.diff_base import extract_base
 
     head = compile_side(replace(opts, cache=False))
     assert head.ok

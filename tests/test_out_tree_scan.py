@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from compiler.cache import store
-from compiler.cache.store import NOT_REGULAR, content_digest, record_tree, scan_tree
+from compiler.cache import tree_state as store
+from compiler.cache.store import content_digest
+from compiler.cache.tree_state import NOT_REGULAR, record_tree, scan_tree
 from compiler.emit.tree import read_tree, write_tree
 
 FILES = {"a/x.yaml": b"1\n", "a/y.yaml": b"2\n", "b/z.yaml": b"3\n", "b/c/w.yaml": b"4\n", "top.md": b"5\n"}

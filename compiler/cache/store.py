@@ -20,21 +20,15 @@ import functools
 import hashlib
 import hmac
 import marshal
-import operator
 import os
-import stat
 import sys
-import time
 import zlib
 from pathlib import Path
-from typing import Any, Iterable, cast
+from typing import Any, Iterable
 
 PACKAGE = Path(__file__).resolve().parent.parent  # compiler/
 CACHE_DIRNAME = ".gpupolicy-cache"
 FORMAT = "gpupolicy-cache-3"
-# Files modified this close to when the out/ state was recorded are re-read: their mtime may not
-# have ticked since (the "racy git" problem; ext4 mtimes move in jiffies).
-RACY_NS = 100_000_000
 
 
 def digest(*parts: bytes | str) -> str:
@@ -263,150 +257,3 @@ class NullStore(Store):
         self.used = set()
         self.problems = []
         self.off = True
-
-
-NOT_REGULAR = "not-a-regular-file"  # the digest of a link or special file found in out/
-# What a directory's state keeps of each entry: mode, size, mtime, ctime (ns), inode. ctime cannot
-# be set back (touch -d restores an mtime, not a ctime), so an edit in place at the same size is
-# re-read; the mode tells a file replaced by a link or a directory.
-_STAT = operator.attrgetter("st_mode", "st_size", "st_mtime_ns", "st_ctime_ns", "st_ino")
-_MODE, _MTIME, _CTIME = (operator.itemgetter(i) for i in (0, 2, 3))
-_SUBDIR = ""  # a subdirectory's slot in its parent's digests
-_EARLIEST = -(1 << 63)
-
-# A directory's state: its names in listing order, the marshalled list of their ``_STAT`` tuples
-# (version 2 writes no references, so equal stats are equal bytes), each name's digest
-# (``_SUBDIR``, ``NOT_REGULAR`` or a content digest), and the newest mtime or ctime among them.
-DirState = tuple[list[str], bytes, list[str], int]
-STATE_FORMAT = 2
-
-
-def _lstat_all(path: str, names: list[str]) -> tuple[list[str], list[tuple[int, ...]]]:
-    """Every name's ``_STAT``, in C loops (map over os.lstat: no Python frame per file); names
-    that vanished since the listing are dropped."""
-    try:
-        return names, list(map(_STAT, map(os.lstat, map(f"{path}/".__add__, names))))
-    except FileNotFoundError:
-        kept = []
-        for name in names:
-            try:
-                kept.append((name, _STAT(os.lstat(f"{path}/{name}"))))
-            except FileNotFoundError:
-                continue
-        return [n for n, _ in kept], [s for _, s in kept]
-
-
-class _Walk:
-    """One walk of a tree: the digest of every file and the state (one ``DirState`` per
-    directory) to compare the next walk with."""
-
-    def __init__(self, known: dict[str, Any] | None, written: dict[str, str] | None,
-                 written_by: int = _EARLIEST) -> None:
-        if known is not None and known.get("format") != STATE_FORMAT:
-            known = None  # recorded by an earlier version, in another shape: read everything once
-        self.old: dict[str, DirState] = (known or {}).get("dirs") or {}
-        self.cutoff = (known.get("at", 0) if known else 0) - RACY_NS  # newer than this: not trusted
-        self.written = written or {}  # digests a writer just wrote, trusted without reading...
-        self.written_by = written_by  # ... in files changed no later than this (ctime, ns)
-        self.digests: dict[str, str] = {}
-        self.dirs: dict[str, DirState] = {}
-        self.same = True  # every directory as recorded
-
-    def walk(self, path: str, prefix: str) -> None:
-        names, stats = _lstat_all(path, os.listdir(path))
-        keys = marshal.dumps(stats, 2)
-        old = self.old.get(prefix)
-        if old is not None and old[1] == keys and old[0] == names and old[3] < self.cutoff:
-            # the whole directory as recorded, by one comparison of its stats: nothing to read
-            self.dirs[prefix] = old
-            if _SUBDIR not in old[2]:
-                self.digests.update(zip(map(prefix.__add__, names), old[2]))
-                return
-            for name, d in zip(names, old[2]):
-                if d == _SUBDIR:
-                    self.walk(f"{path}/{name}", f"{prefix}{name}/")
-                else:
-                    self.digests[prefix + name] = d
-            return
-        self.same = False
-        rels = list(map(prefix.__add__, names)) if self.written else []
-        given = list(map(self.written.get, rels))
-        if (self.written and None not in given and all(map(stat.S_ISREG, map(_MODE, stats)))
-                and max(map(_CTIME, stats), default=_EARLIEST) <= self.written_by):
-            found = cast("list[str]", given)  # files just written (record_tree): in C loops
-            self.digests.update(zip(rels, found))
-        else:
-            found = self.each(path, prefix, names, stats, old)  # file by file
-        newest = max(max(map(_MTIME, stats), default=_EARLIEST), max(map(_CTIME, stats), default=_EARLIEST))
-        self.dirs[prefix] = (names, keys, found, newest)
-
-    def each(self, path: str, prefix: str, names: list[str], stats: list[tuple[int, ...]],
-             old: DirState | None) -> list[str]:
-        """A directory that differs from its state, file by file: a file whose stat is as recorded
-        (and not too recent) keeps its digest, a file just written has the writer's, the others
-        are read."""
-        before = dict(zip(old[0], zip(marshal.loads(old[1]), old[2]))) if old is not None else {}
-        found: list[str] = []
-        for name, st in zip(names, stats):
-            if stat.S_ISDIR(st[0]):
-                self.walk(f"{path}/{name}", f"{prefix}{name}/")
-                found.append(_SUBDIR)
-                continue
-            rel = prefix + name
-            prev = before.get(name)
-            if not stat.S_ISREG(st[0]):
-                # a symbolic link or special file is never something a build wrote: stale,
-                # whatever it points to (never followed, never read)
-                d = NOT_REGULAR
-            elif rel in self.written and st[3] <= self.written_by:
-                d = self.written[rel]
-            elif prev is not None and prev[0] == st and max(st[2], st[3]) < self.cutoff:
-                d = prev[1]
-            else:
-                with open(f"{path}/{name}", "rb") as fh:
-                    d = content_digest(fh.read())
-            self.digests[rel] = d
-            found.append(d)
-        return found
-
-    def state(self, at: int) -> dict[str, Any]:
-        return {"format": STATE_FORMAT, "at": at, "dirs": self.dirs}
-
-
-def scan_tree(root: Path, known: dict[str, Any] | None) -> tuple[dict[str, str], dict[str, Any] | None]:
-    """Digest of every file under ``root`` (relative posix path → digest), reading only files
-    whose stat (``_STAT``) changed since ``known`` was recorded, or that were modified too close
-    to that moment to trust their mtime. Returns the digests and the new state, or None for the
-    state when ``known`` still holds (nothing read, nothing gone).
-
-    The state is kept per directory (``DirState``), as git's index keeps a stat per file, but
-    compared a directory at a time: its names and their stats, gathered in C loops, against the
-    recorded ones in two comparisons, then its digests taken whole. Only a directory that differs
-    (or whose newest change is too recent) is looked at file by file. 82,000 files: ~0.3 s of
-    CPU, ~80% of it listing the directories and the lstat calls (bench/README.md)."""
-    at = time.time_ns()
-    walk = _Walk(known, None)
-    if root.is_dir():
-        walk.walk(str(root), "")
-    if walk.old and walk.same and walk.dirs.keys() == walk.old.keys():
-        return walk.digests, None
-    return walk.digests, walk.state(at)
-
-
-def record_tree(root: Path, written: dict[str, str]) -> dict[str, Any]:
-    """The state (as ``scan_tree``) of a tree this process just wrote: stat each file and trust
-    the digest it was written with, unless the file changed after the write (its ctime; file
-    times come from the kernel's coarse clock, so a change within one tick of the write's end may
-    pass: only another process writing into ``out/`` during a build could make one).
-
-    The stats are taken once the racy window has passed since the last write: a file written
-    within ``RACY_NS`` of the state's moment would be re-read by the next scan (its mtime may
-    not have ticked since). Waiting 0.1 s here saves the ``check`` after a build re-reading the
-    last-written files (~0.25 s at 1,000 teams: bench/README.md)."""
-    written_by = time.time_ns()
-    time.sleep(RACY_NS / 1e9)
-    at = time.time_ns()
-    walk = _Walk(None, written, written_by)
-    if root.is_dir():
-        walk.walk(str(root), "")
-    return walk.state(at)

@@ -126,7 +126,8 @@ def _build(opts: Options, ns: argparse.Namespace) -> int:
         scan.result()  # reap the child
         print("gpupolicy: build failed; out/ left unchanged", file=sys.stderr)
         return EXIT_POLICY
-    from compiler.pipeline.run import CacheEntryMissing, compile_policies
+    from compiler.pipeline.run import compile_policies
+    from compiler.pipeline.units import CacheEntryMissing
 
     try:
         changed = write(scan, opts.root, out, store)

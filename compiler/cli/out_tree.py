@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from compiler.cache.forked import in_child
-from compiler.cache.store import STATE_FORMAT, Store, digest, record_tree, scan_tree
+from compiler.cache.store import Store, digest
+from compiler.cache.tree_state import STATE_FORMAT, record_tree, scan_tree
 from compiler.diagnostics import UsageError
 from compiler.emit.tree import write_file_atomic, write_tree
 from compiler.pipeline.run import Result

@@ -16,7 +16,8 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from compiler.cache.store import content_digest, scan_tree
+from compiler.cache.store import content_digest
+from compiler.cache.tree_state import scan_tree
 from compiler.emit.fast import FastEmitter, Unsupported
 from compiler.model.manifest import Manifest
 

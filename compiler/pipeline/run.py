@@ -48,94 +48,19 @@ from compiler.load.paths import display_path
 from compiler.model.manifest import Manifest
 from compiler.pipeline.options import Options
 from compiler.pipeline.previous import previous_outputs
+from compiler.pipeline.units import (
+    CacheEntryMissing,
+    FileHomes,
+    LazyFiles,
+    StoredVerdicts,
+    add_files,
+    team_unit_keys,
+)
 from compiler.pipeline.waivers import expire
 
 if TYPE_CHECKING:
-    from compiler.policy.graph import Policy, Team
+    from compiler.policy.graph import Policy
     from compiler.verify.run import Verifier
-
-
-class CacheEntryMissing(Exception):
-    """A cached file's bytes are gone (pruned or deleted meanwhile): compile with an empty store."""
-
-
-def _add(digests: dict[str, str], files: Mapping[str, str]) -> None:
-    """``digests`` += ``files``: two units (or a unit and the files rendered outside units) never
-    render the same path."""
-    if not digests.keys().isdisjoint(files):
-        raise AssertionError(f"two objects render to out/{sorted(digests.keys() & files.keys())[0]}")
-    digests.update(files)  # C loops: 82,000 files on the 1,000-team benchmark
-
-
-class _TeamVerdicts:
-    """A team's team-scope findings (``compiler.validate.driver.TeamVerdicts``), kept under its
-    unit's key (kind ``rules``): they read the fleet and that team only, like its lowering, so a
-    one-team edit runs the team-scope checks of one team. Written by the process that runs the
-    rules; the run that forked it marks them live (``Run.mark_units``)."""
-
-    def __init__(self, store: Store, keys: dict[str, str]) -> None:
-        self.store = store
-        self.keys = keys
-
-    def get(self, team: Team) -> list[Diagnostic] | None:
-        key = self.keys.get(team.path)
-        stored = None if key is None else self.store.get("rules", key)
-        return None if stored is None else [diag_in(d) for d in stored]
-
-    def put(self, team: Team, found: list[Diagnostic]) -> None:
-        key = self.keys.get(team.path)
-        if key is not None:
-            self.store.put("rules", key, [diag_out(d) for d in found])
-
-
-class _Where(Mapping[str, str]):
-    """``out/`` path -> the key of the unit (or of the inline blob) holding its bytes, built when
-    first asked: only a build that writes files asks, and then reads every unit's ``files``."""
-
-    def __init__(self, run: Run, rec: RunRecord) -> None:
-        self.run = run
-        self.rec = rec
-        self._map: dict[str, str] | None = None
-
-    def _built(self) -> dict[str, str]:
-        if self._map is None:
-            where: dict[str, str] = {}
-            for key in self.rec.units:
-                files = self.run.unit_files(key)
-                if files is None:
-                    raise CacheEntryMissing(f"files/{key}")
-                where.update(dict.fromkeys(files, key))
-            where.update(dict.fromkeys(self.rec.inline, self.rec.glob))
-            self._map = where
-        return self._map
-
-    def __getitem__(self, rel: str) -> str:
-        return self._built()[rel]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._built())
-
-    def __len__(self) -> int:
-        return len(self._built())
-
-
-class _Files(Mapping[str, bytes]):
-    """``out/``-relative path → bytes, read from the units' blobs when first asked for."""
-
-    def __init__(self, digests: dict[str, str], fetch: Callable[[str], bytes]) -> None:
-        self.digests = digests
-        self.fetch = fetch
-
-    def __getitem__(self, rel: str) -> bytes:
-        if rel not in self.digests:
-            raise KeyError(rel)
-        return self.fetch(rel)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.digests)
-
-    def __len__(self) -> int:
-        return len(self.digests)
 
 
 @dataclass
@@ -201,15 +126,6 @@ def compile_policies(opts: Options, store: Store | None = None, *, shared: froze
     return result
 
 
-def fleet_key(fp: str, path: str, data: bytes) -> str:
-    return digest(fp, path, data)
-
-
-def unit_key(fleet: str, path: str, data: bytes) -> str:
-    """A team unit's key: the fleet's (``fleet_key``) and the team file's path and bytes."""
-    return digest(fleet, path, data)
-
-
 def unit_keys(opts: Options) -> dict[str, str]:
     """The keys of the team units a run over ``opts`` would use, each with its file's display
     path, without compiling anything (a file that turns out not to be a team only adds a key no
@@ -218,15 +134,6 @@ def unit_keys(opts: Options) -> dict[str, str]:
     inputs, _ = run.read_inputs()
     run.fingerprint()
     return {key: shown for shown, key in team_unit_keys(run.fp, inputs).items()}
-
-
-def team_unit_keys(fp: str, inputs: list[PolicyInput]) -> dict[str, str]:
-    """Each team file's display path -> its unit's key ({} without exactly one fleet file)."""
-    fleet = [i for i in inputs if i.is_fleet and i.data is not None]
-    if len(fleet) != 1:
-        return {}
-    fk = fleet_key(fp, fleet[0].shown, fleet[0].data or b"")
-    return {i.shown: unit_key(fk, i.shown, i.data) for i in inputs if not i.is_fleet and i.data is not None}
 
 
 def validated_policy(opts: Options, store: Store | None = None) -> tuple[Policy | None, list[Diagnostic]]:
@@ -333,7 +240,7 @@ class Run:
             return [diag_in(d) for d in stored]
         from compiler.validate import run_checks
 
-        found = run_checks(policy, None if self.store.off else _TeamVerdicts(self.store, self.team_keys))
+        found = run_checks(policy, None if self.store.off else StoredVerdicts(self.store, self.team_keys))
         self.store.put("checks", self.key_all, [diag_out(d) for d in found])
         return found
 
@@ -346,7 +253,7 @@ class Run:
         # waiver expiry depends on the date, so it is decided here on every run, never stored
         return Result(expire(diag_in(d) for d in rec.diags), rec.failed, self.policy,
                       sorted(self.lowered, key=Manifest.sort_key), digests,
-                      _Files(digests, self.fetch(_Where(self, rec))), rec.repo, rec.n, rec.stats, self.timings, how,
+                      LazyFiles(digests, self.fetch(FileHomes(self.unit_files, rec))), rec.repo, rec.n, rec.stats, self.timings, how,
                       units, self.outlines)
 
     def unit_files(self, key: str) -> dict[str, str] | None:
@@ -392,8 +299,8 @@ class Run:
         for _, files in found:
             if files is None:
                 return None
-            _add(digests, files)
-        _add(digests, rec.inline)
+            add_files(digests, files)
+        add_files(digests, rec.inline)
         return digests
 
     def delta_digests(self, rec: RunRecord) -> dict[str, str] | None:
@@ -417,8 +324,8 @@ class Run:
                 files = self.unit_files(key)
                 if files is None:
                     return None
-                _add(digests, files)
-        _add(digests, rec.inline)
+                add_files(digests, files)
+        add_files(digests, rec.inline)
         return digests
 
     def stored_unit(self, key: str) -> Any | None:

@@ -34,7 +34,8 @@ from compiler.model.inventory import Inventory
 from compiler.model.manifest import Manifest
 from compiler.model.schemas import render_schemas
 from compiler.pipeline.front import assemble
-from compiler.pipeline.run import PolicyInput, Run, fleet_key, unit_key
+from compiler.pipeline.run import PolicyInput, Run
+from compiler.pipeline.units import fleet_key, unit_key
 from compiler.policy.graph import Policy
 from compiler.policy.multikueue_topology import check_manifests
 from compiler.report.codeowners import OwnedPart, owned_part, render_codeowners

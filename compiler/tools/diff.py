@@ -34,8 +34,6 @@ Rendering (markdown for a PR comment, json, text) is ``compiler.tools.diff_rende
 from __future__ import annotations
 
 import difflib
-import os
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -52,7 +50,9 @@ from compiler.pipeline.run import compile_policies, unit_keys
 from compiler.pipeline.waivers import today
 from compiler.policy.graph import Policy
 from compiler.policy.priorities import team_priorities
+from compiler.tools.diff_base import scratch_dir, write_base
 from compiler.tools.diff_flags import Flag, Index, find_flags, index
+from compiler.tools.diff_fleet import fleet_changes, fleet_facts
 
 DIFF_LINES = 40  # per modified manifest
 # Team units of the base the work tree does not share, at most, for the base to compile in a
@@ -152,105 +152,6 @@ class DiffReport:
     flags: list[Flag]
 
 
-def _git(repo: Path, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(["git", "-C", str(repo), *args], input=data, capture_output=True, timeout=120)
-
-
-SCRATCH_FREE = 512 << 20  # bytes free on /dev/shm to write there (Docker gives containers 64 MiB)
-
-
-def scratch_dir() -> str | None:
-    """Where the base tree is written: a RAM-backed directory when the system has one with room
-    and ``TMPDIR`` names none (writing 1,000 team files took 0.44 s on this VM's ext4 ``/tmp``,
-    0.025 s on tmpfs ``/dev/shm``), else the default temporary directory."""
-    shm = "/dev/shm"
-    if os.environ.get("TMPDIR") or not os.path.isdir(shm) or not os.access(shm, os.W_OK | os.X_OK):
-        return None
-    try:
-        free = os.statvfs(shm)
-    except OSError:
-        return None
-    return shm if free.f_bavail * free.f_frsize >= SCRATCH_FREE else None
-
-
-def _blobs(top: Path, shas: list[bytes]) -> list[bytes]:
-    """The contents of ``shas``, in order, from one ``git cat-file --batch``: each answer is
-    ``<oid> SP <type> SP <size> LF <contents> LF``, or ``<object> SP missing LF`` (git/git
-    v2.39.5, Documentation/git-cat-file.txt, "BATCH OUTPUT")."""
-    if not shas:
-        return []
-    done = _git(top, "cat-file", "--batch", data=b"".join(s + b"\n" for s in shas))
-    if done.returncode != 0:
-        raise UsageError(f"git cat-file failed: {done.stderr.decode(errors='replace').strip()}")
-    out, pos, found = done.stdout, 0, []
-    for sha in shas:
-        eol = out.find(b"\n", pos)
-        header = out[pos:eol].split(b" ")
-        if eol < 0 or len(header) != 3:
-            raise UsageError(f"git cat-file: no object {sha.decode()}")
-        size = int(header[2])
-        found.append(out[eol + 1:eol + 1 + size])
-        pos = eol + 2 + size
-    return found
-
-
-def extract_base(root: Path, policy_dir: Path, ref: str, dest: Path) -> tuple[Path, Path, bool]:
-    """Write ``policy_dir`` as of ``ref`` under ``dest``; returns (root, policy dir, existed)."""
-    base_root, base_policy, tree = write_base(root, policy_dir, ref, dest)
-    return base_root, base_policy, tree is not None
-
-
-def write_base(root: Path, policy_dir: Path, ref: str, dest: Path) -> tuple[Path, Path, str | None]:
-    """``extract_base``, with the identity of what was written (a digest of git's listing of
-    the directory: every path, mode and blob id), None when ``ref`` has no policy directory.
-
-    The files come from ``git ls-tree -r -z`` (``<mode> SP <type> SP <object> TAB <file>``, NUL
-    after each: git/git v2.39.5, Documentation/git-ls-tree.txt, "OUTPUT FORMAT") and one ``git
-    cat-file --batch`` (Python's ``tarfile`` took ~0.6 s to unpack a ``git archive`` of 1,000
-    team files); a symbolic link is written as one, for the loader to judge (LOAD009) as it
-    would in the work tree; submodules (type ``commit``) are skipped, as are attributes
-    (``export-ignore``): the base is the commit's bytes."""
-    top_p = _git(root, "rev-parse", "--show-toplevel")
-    if top_p.returncode != 0:
-        raise UsageError(f"{root} is not inside a git repository: {top_p.stderr.decode().strip()}")
-    top = Path(top_p.stdout.decode().strip()).resolve()
-    commit_p = _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-    if commit_p.returncode != 0:
-        raise UsageError(f"unknown git revision {ref!r}")
-    commit = commit_p.stdout.decode().strip()
-    try:
-        rel_policy = policy_dir.resolve().relative_to(top).as_posix()
-        rel_root = root.resolve().relative_to(top).as_posix()
-    except ValueError as exc:
-        raise UsageError(f"{policy_dir} is not inside the git repository {top}") from exc
-    base_root = dest / rel_root if rel_root != "." else dest
-    base_policy = dest / rel_policy
-    listing = _git(top, "ls-tree", "-r", "-z", commit, "--", rel_policy)
-    if listing.returncode != 0:
-        raise UsageError(f"git ls-tree failed: {listing.stderr.decode(errors='replace').strip()}")
-    if not listing.stdout:  # git keeps no empty directories: nothing listed, no directory
-        return base_root, base_policy, None
-    entries: list[tuple[bytes, bytes, str]] = []  # (mode, blob id, path relative to the top)
-    for record in listing.stdout.split(b"\0"):
-        meta, _, name = record.partition(b"\t")
-        mode, kind, sha = (meta.split(b" ") + [b"", b""])[:3]
-        if kind == b"blob":
-            entries.append((mode, sha, os.fsdecode(name)))
-    made: set[Path] = set()
-    for (mode, _, rel), data in zip(entries, _blobs(top, [e[1] for e in entries])):
-        target = dest / rel
-        if target.parent not in made:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            made.add(target.parent)
-        if mode == b"120000":
-            os.symlink(os.fsdecode(data), target)
-        else:
-            target.write_bytes(data)
-    if not base_policy.exists():  # only submodules below it
-        base_policy.mkdir(parents=True)
-    return base_root, base_policy, digest(rel_policy, listing.stdout)
-
-
 def side_options(opts: Options, root: Path, policy_dir: Path) -> Options:
     """The command's options for a tree at ``root``: the same keys as ``check`` there, so the
     units it stored serve both sides."""
@@ -328,7 +229,7 @@ def side_facts(policy: Policy, only: frozenset[str] | None = None) -> Facts:
     teams = [t.name for t in policy.teams if only is None or t.name in only]
     budgets = _budgets(policy, teams)
     detail = {t: (budgets[t], _team_attrs(policy, t), _serving(policy, t)) for t in teams}
-    return Facts(frozenset(t.name for t in policy.teams), detail, _fleet_facts(policy))
+    return Facts(frozenset(t.name for t in policy.teams), detail, fleet_facts(policy))
 
 
 def facts_of(side: Side, only: frozenset[str] | None) -> Facts | None:
@@ -374,44 +275,6 @@ def team_deltas(base: Policy | None, head: Policy | None) -> list[TeamDelta]:
     return deltas(side_facts(base) if base else None, side_facts(head) if head else None)
 
 
-def _fleet_leaves(value: Any, prefix: str) -> dict[str, Any]:
-    """The fleet spec's leaves by path; list items that have a ``name`` keyed by it
-    (``departments[research].defaults.borrow``), so a reorder is no change and an edit names its item."""
-    if isinstance(value, dict) and value:  # an empty one stays a leaf: an item added bare still shows
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            out.update(_fleet_leaves(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    if isinstance(value, list) and value and all(isinstance(v, dict) and "name" in v for v in value):
-        out = {}
-        for v in value:
-            out.update(_fleet_leaves({k: x for k, x in v.items() if k != "name"}, f"{prefix}[{v['name']}]"))
-        return out
-    return {prefix: value}
-
-
-def _fleet_facts(policy: Policy | None) -> dict[str, Any]:
-    """Every leaf of the fleet file, plus the capacity it yields per cluster and class. Counting
-    only chosen facts (capacity, versions, tiers, weights) reported a change of
-    ``defaults.budget`` as "0 fleet change(s)" while it re-rendered every queue."""
-    if policy is None:
-        return {}
-    facts: dict[str, Any] = {}
-    for cname, by_id in policy.classes.items():
-        for cid, cls in by_id.items():
-            facts[f"capacity {cname}/{cid}"] = cls.capacity
-    facts.update(_fleet_leaves(policy.fleet.spec.model_dump(by_alias=True, mode="json", exclude_none=True), ""))
-    return facts
-
-
-def _fleet_changes(o: dict[str, Any], n: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    return [(k, o.get(k), n.get(k)) for k in sorted(set(o) | set(n)) if o.get(k) != n.get(k)]
-
-
-def fleet_deltas(base: Policy | None, head: Policy | None) -> list[tuple[str, Any, Any]]:
-    return _fleet_changes(_fleet_facts(base), _fleet_facts(head))
-
-
 def unified(path: str, old: bytes, new: bytes, limit: int = DIFF_LINES) -> str:
     lines = list(difflib.unified_diff(old.decode().splitlines(), new.decode().splitlines(),
                                       f"a/{path}", f"b/{path}", n=2, lineterm=""))
@@ -437,7 +300,7 @@ def build_report(ref: str, base: Side, head: Side, base_note: str | None, out_pr
     new_facts = facts_of(head, head.changed) if base.ok else side_facts(head.policy) if head.policy else None
     return DiffReport(
         base=ref, base_note=base_note, teams=deltas(old_facts, new_facts),
-        fleet=_fleet_changes(old_facts.fleet if old_facts else {}, new_facts.fleet if new_facts else {}),
+        fleet=fleet_changes(old_facts.fleet if old_facts else {}, new_facts.fleet if new_facts else {}),
         added=added, removed=removed, modified=modified, flags=flags,
     )
 

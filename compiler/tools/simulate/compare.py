@@ -2,7 +2,7 @@
 
 Used by ``gpupolicy simulate --base REF`` and ``gpupolicy diff --base REF --simulate TRACE``
 (which appends this section to the diff report). The base revision's policies are extracted and
-compiled in memory exactly as ``gpupolicy diff`` does (compiler.tools.diff.extract_base); the
+compiled in memory exactly as ``gpupolicy diff`` does (compiler.tools.diff_base.extract_base); the
 trace is read against each side's own objects, so a team that exists on one side only shows as
 such.
 
@@ -27,7 +27,7 @@ from compiler import escape
 from compiler.diagnostics import EXIT_OK, UsageError
 from compiler.pipeline.options import Options
 from compiler.pipeline.run import compile_policies
-from compiler.tools.diff import extract_base
+from compiler.tools.diff_base import extract_base
 from compiler.tools.simulate.cluster import Cluster
 from compiler.tools.simulate.objects import ObjectsError, clusters_in, load_setup
 from compiler.tools.simulate.replay import replay

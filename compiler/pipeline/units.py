@@ -1,0 +1,118 @@
+"""What a run knows of its units besides their records: their keys, where each ``out/`` file's
+bytes are, the files themselves read lazily, and the team-scope rules' verdicts kept per unit.
+
+Apart from ``compiler.pipeline.run`` (the run and its result) so that each stays short.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping
+
+from compiler.cache.records import RunRecord, diag_in, diag_out
+from compiler.cache.store import Store, digest
+from compiler.diagnostics import Diagnostic
+
+if TYPE_CHECKING:
+    from compiler.pipeline.run import PolicyInput
+    from compiler.policy.graph import Team
+
+
+def fleet_key(fp: str, path: str, data: bytes) -> str:
+    return digest(fp, path, data)
+
+
+def unit_key(fleet: str, path: str, data: bytes) -> str:
+    """A team unit's key: the fleet's (``fleet_key``) and the team file's path and bytes."""
+    return digest(fleet, path, data)
+
+
+def team_unit_keys(fp: str, inputs: list[PolicyInput]) -> dict[str, str]:
+    """Each team file's display path -> its unit's key ({} without exactly one fleet file)."""
+    fleet = [i for i in inputs if i.is_fleet and i.data is not None]
+    if len(fleet) != 1:
+        return {}
+    fk = fleet_key(fp, fleet[0].shown, fleet[0].data or b"")
+    return {i.shown: unit_key(fk, i.shown, i.data) for i in inputs if not i.is_fleet and i.data is not None}
+
+
+class CacheEntryMissing(Exception):
+    """A cached file's bytes are gone (pruned or deleted meanwhile): compile with an empty store."""
+
+
+def add_files(digests: dict[str, str], files: Mapping[str, str]) -> None:
+    """``digests`` += ``files``: two units (or a unit and the files rendered outside units) never
+    render the same path."""
+    if not digests.keys().isdisjoint(files):
+        raise AssertionError(f"two objects render to out/{sorted(digests.keys() & files.keys())[0]}")
+    digests.update(files)  # C loops: 82,000 files on the 1,000-team benchmark
+
+
+class StoredVerdicts:
+    """A team's team-scope findings (``compiler.validate.driver.TeamVerdicts``), kept under its
+    unit's key (kind ``rules``): they read the fleet and that team only, like its lowering, so a
+    one-team edit runs the team-scope checks of one team. Written by the process that runs the
+    rules; the run that forked it marks them live (``Run.run``)."""
+
+    def __init__(self, store: Store, keys: dict[str, str]) -> None:
+        self.store = store
+        self.keys = keys
+
+    def get(self, team: Team) -> list[Diagnostic] | None:
+        key = self.keys.get(team.path)
+        stored = None if key is None else self.store.get("rules", key)
+        return None if stored is None else [diag_in(d) for d in stored]
+
+    def put(self, team: Team, found: list[Diagnostic]) -> None:
+        key = self.keys.get(team.path)
+        if key is not None:
+            self.store.put("rules", key, [diag_out(d) for d in found])
+
+
+class FileHomes(Mapping[str, str]):
+    """``out/`` path -> the key of the unit (or of the inline blob) holding its bytes, built when
+    first asked: only a build that writes files asks, and then reads every unit's ``files``."""
+
+    def __init__(self, unit_files: Callable[[str], dict[str, str] | None], rec: RunRecord) -> None:
+        self.unit_files = unit_files  # Run.unit_files
+        self.rec = rec
+        self._map: dict[str, str] | None = None
+
+    def _built(self) -> dict[str, str]:
+        if self._map is None:
+            where: dict[str, str] = {}
+            for key in self.rec.units:
+                files = self.unit_files(key)
+                if files is None:
+                    raise CacheEntryMissing(f"files/{key}")
+                where.update(dict.fromkeys(files, key))
+            where.update(dict.fromkeys(self.rec.inline, self.rec.glob))
+            self._map = where
+        return self._map
+
+    def __getitem__(self, rel: str) -> str:
+        return self._built()[rel]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return len(self._built())
+
+
+class LazyFiles(Mapping[str, bytes]):
+    """``out/``-relative path → bytes, read from the units' blobs when first asked for."""
+
+    def __init__(self, digests: dict[str, str], fetch: Callable[[str], bytes]) -> None:
+        self.digests = digests
+        self.fetch = fetch
+
+    def __getitem__(self, rel: str) -> bytes:
+        if rel not in self.digests:
+            raise KeyError(rel)
+        return self.fetch(rel)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.digests)
+
+    def __len__(self) -> int:
+        return len(self.digests)
