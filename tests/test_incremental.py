@@ -567,3 +567,32 @@ def test_findings_verify_makes_once_per_call_are_the_same_cached(demo: Path) -> 
     assert any("no bundled schemas for Kubernetes 1.38" in d.message for d in inc.diagnostics)
     mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
     _check(demo, "partial")
+
+
+def test_tree_fingerprints_are_memoised_by_stat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tree_fingerprint`` answers an unchanged tree from the user's memo without reading a file,
+    and hashes again a tree whose file changed, even at the same size with the mtime put back
+    (the ctime moves), or one changed too recently to trust."""
+    import os
+
+    import compiler.cache.store as store
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home"))
+    tree = tmp_path / "crds"
+    (tree / "a").mkdir(parents=True)
+    (tree / "a" / "x.yaml").write_bytes(b"kind: A\n")
+    (tree / "y.yaml").write_bytes(b"kind: B\n")
+    old = time.time_ns() - 10**9
+    for p in (tree / "a" / "x.yaml", tree / "y.yaml"):
+        os.utime(p, ns=(old, old))
+    time.sleep(store.RACY_NS / 1e9)  # the ctimes too must be older than the racy window
+    first = store.tree_fingerprint(tree)
+    assert first == store._hashed(store._files(tree))
+    real = store._hashed
+    monkeypatch.setattr(store, "_hashed", lambda files: pytest.fail("hashed again"))
+    assert store.tree_fingerprint(tree) == first  # from the memo
+    monkeypatch.setattr(store, "_hashed", real)
+    (tree / "y.yaml").write_bytes(b"kind: C\n")  # same size
+    os.utime(tree / "y.yaml", ns=(old, old))  # mtime put back: the ctime still moves
+    changed = store.tree_fingerprint(tree)
+    assert changed != first and changed == real(store._files(tree))

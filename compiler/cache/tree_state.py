@@ -13,11 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
-from compiler.cache.store import content_digest
-
-# Files modified this close to when the out/ state was recorded are re-read: their mtime may not
-# have ticked since (the "racy git" problem; ext4 mtimes move in jiffies).
-RACY_NS = 100_000_000
+from compiler.cache.store import RACY_NS, content_digest
 
 NOT_REGULAR = "not-a-regular-file"  # the digest of a link or special file found in out/
 # What a directory's state keeps of each entry: mode, size, mtime, ctime (ns), inode. ctime cannot
