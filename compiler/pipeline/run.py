@@ -280,14 +280,14 @@ class Run:
         stored = self.store.get("digests", self.key_all)
         if stored is not None:
             return stored[2]
-        digests = self.delta_digests(rec)
+        last = self.store.get("last", self.fp)
+        digests = None if last is None else self.delta_digests(rec, last)
         if digests is None:
             digests = self.merged_digests(rec)
             if digests is None:
                 return None
         if self.reports:  # a complete run (a diff's lacks REPORT.md and allocation.json)
             self.store.put("digests", self.key_all, (rec.units, list(rec.inline), digests))
-            last = self.store.get("last", self.fp)
             self.store.put("last", self.fp, self.key_all)
             if last is not None and last != self.key_all:  # 8 MB at 1,000 teams: one run's is kept
                 self.store.discard("digests", last)
@@ -295,18 +295,17 @@ class Run:
 
     def merged_digests(self, rec: RunRecord) -> dict[str, str] | None:
         digests: dict[str, str] = {}
-        found = [(key, self.unit_files(key)) for key in rec.units]  # every missing one discarded
-        for _, files in found:
+        found = [self.unit_files(key) for key in rec.units]  # every missing one discarded
+        for files in found:
             if files is None:
                 return None
             add_files(digests, files)
         add_files(digests, rec.inline)
         return digests
 
-    def delta_digests(self, rec: RunRecord) -> dict[str, str] | None:
-        """``out_digests`` from the last run's, or None when an entry it needs is gone."""
-        last = self.store.get("last", self.fp)
-        prev = None if last is None else self.store.get("digests", last)
+    def delta_digests(self, rec: RunRecord, last: str) -> dict[str, str] | None:
+        """``out_digests`` from the run keyed ``last``, or None when an entry it needs is gone."""
+        prev = self.store.get("digests", last)
         if prev is None:
             return None
         prev_units, prev_inline, digests = prev

@@ -126,7 +126,7 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
         if rec is not None:
             run.reused += 1
             run.store.used.update({("files", key), ("blob", key), ("outline", key), ("rules", key),
-                                   ("verified", digest(run.fp, "team", team.path))})  # live, though not read now
+                                   ("verified", team_table(run, team.path))})  # live, though not read now
             inventory.merge(Inventory.from_record(rec.inventory))
         else:  # rendered and verified at once: one team's objects alive at a time (issue 21, RSS)
             ms = [m for c in clusters for m in lower_team(policy, team, c)]
@@ -212,7 +212,7 @@ def new_unit(run: Run, key: str, team_path: str, flat: list[Manifest], inventory
         stats = stats_out(verified)
     elif run.verifier is not None:
         parts: list[StatsRecord] = []
-        diags = verify_objects(run, flat, files, parts, digest(run.fp, "team", team_path))
+        diags = verify_objects(run, flat, files, parts, team_table(run, team_path))
         stats = stats_total(parts)
     rec = UnitRecord(inventory.to_record(), [diag_out(d) for d in diags], stats, owners, runtime)
     run.store.put("unit", key, rec.plain())
@@ -297,6 +297,11 @@ def verify_objects(run: Run, fresh: list[Manifest], rendered: dict[str, bytes],
     return diags
 
 
+def team_table(run: Run, team_path: str) -> str:
+    """The key of a team's table of verified objects (``verify_objects``)."""
+    return digest(run.fp, "team", team_path)
+
+
 def stats_total(parts: Iterable[StatsRecord]) -> StatsRecord:
     """One record of the objects and counters of ``parts``."""
     objects: Counter[Any] = Counter()
@@ -308,13 +313,6 @@ def stats_total(parts: Iterable[StatsRecord]) -> StatsRecord:
 
 
 def stats_sum(parts: Iterable[StatsRecord]) -> dict[str, object]:
-    total = VerifyStats()
-    for objects, *ints in parts:
-        total.objects.update(Counter(objects))
-        total.cel_rules_evaluated += ints[0]
-        total.transition_rules_skipped += ints[1]
-        total.cel_rules_unsupported += ints[2]
-        total.cel_skipped_invalid_objects += ints[3]
-        total.webhook_checks += ints[4]
-        total.embedded_expressions += ints[5]
-    return total.as_dict()
+    """``stats_total`` of ``parts``, as the statistics a run reports."""
+    objects, *ints = stats_total(parts)
+    return VerifyStats(Counter(objects), *ints).as_dict()
