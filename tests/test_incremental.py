@@ -5,6 +5,7 @@ on the demo and on every golden case; and the CLI around it."""
 from __future__ import annotations
 
 import marshal
+import os
 import shutil
 import time
 from pathlib import Path
@@ -405,18 +406,37 @@ def test_codeowners_from_unit_parts_equals_the_whole_inventory(tmp_path: Path, c
 def test_one_team_edit_recomputes_one_codeowners_part(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """After a one-team edit only that team's unit computes its CODEOWNERS part (the fleet-scope
     files' part is computed on every run); the file equals the uncached one (``_check``)."""
+    import compiler.pipeline.owners as owners
     import compiler.pipeline.stages as stages
 
     _check(demo, "none")
     calls: list[int] = []
     real = stages.owned_part
-    monkeypatch.setattr(stages, "owned_part", lambda files, team_of: calls.append(len(team_of)) or real(files, team_of))
+    for module in (stages, owners):
+        monkeypatch.setattr(module, "owned_part",
+                            lambda files, team_of: calls.append(len(team_of)) or real(files, team_of))
     mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
     inc = compile_policies(_opts(demo), Store(demo))
     assert inc.cached == "partial"
     n_teams = len(list((demo / "policies/teams").glob("*.yaml")))
-    assert calls == [n_teams, 1], calls  # the fleet's part (every team known), then vision's unit
+    assert calls == [1, n_teams], calls  # vision's unit (computed before the others are read), then the fleet's
     monkeypatch.undo()
+    _same(inc, compile_policies(_opts(demo)))
+
+
+def test_codeowners_parts_missing_from_the_store_are_computed(demo: Path) -> None:
+    """The CODEOWNERS child reads the units' parts from the store; a part gone from it (pruned,
+    deleted, corrupt) is computed from the team's objects: the file is the uncached one."""
+    _check(demo, "none")
+    entries = demo / CACHE_DIRNAME / "owners"
+    names = sorted(os.listdir(entries))
+    assert len(names) == len(list((demo / "policies/teams").glob("*.yaml")))
+    for name in names[::2]:
+        (entries / name).unlink()
+    (entries / names[1]).write_bytes(b"garbage")
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    inc = compile_policies(_opts(demo), Store(demo))
+    assert inc.cached == "partial"
     _same(inc, compile_policies(_opts(demo)))
 
 
@@ -596,3 +616,18 @@ def test_tree_fingerprints_are_memoised_by_stat(tmp_path: Path, monkeypatch: pyt
     os.utime(tree / "y.yaml", ns=(old, old))  # mtime put back: the ctime still moves
     changed = store.tree_fingerprint(tree)
     assert changed != first and changed == real(store._files(tree))
+
+
+def test_compiler_fingerprint_is_the_same_from_any_working_directory(tmp_path: Path) -> None:
+    """``python -m compiler`` puts the working directory on ``sys.path``; a checkout's
+    ``*.egg-info`` there must not change every key (it made a run from the repository root
+    recompute every unit a run from elsewhere had stored)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "elsewhere.egg-info").mkdir()
+    code = "import sys; sys.path.insert(0, ''); from compiler.cache.store import compiler_fingerprint as f; print(f())"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    prints = {subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                             check=True).stdout for cwd in (tmp_path, tmp_path.parent)}
+    assert len(prints) == 1, prints

@@ -254,6 +254,36 @@ def test_stored_verdict_follows_the_previous_out(tmp_path: Path) -> None:
     assert stored.cached != "result" and "GITOPS302" not in [d.code for d in compile_policies(opts).diagnostics]
 
 
+def test_previous_listing_is_kept_by_directory_stat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listing GITOPS302 reads is kept in the store by its directories' stat, but only once
+    they have settled (``RACY_NS``); removing a file changes its directory's stat, so the next run
+    lists again and sees the removal."""
+    import time
+
+    import compiler.pipeline.previous as previous
+    from compiler.cache.store import CACHE_DIRNAME, RACY_NS, Store
+    from compiler.pipeline.options import Options
+    from compiler.pipeline.run import compile_policies
+
+    root = _with_out(tmp_path)
+    mutate(root, "teams/recsys.yaml", RECSYS_CLOUD, "")
+    opts = Options(root=root, policy_dir=root / "policies", out_dir=root / "out", verify=False)
+    listed = root / CACHE_DIRNAME / "listed"
+    assert [d.code for d in compile_policies(opts, Store(root)).diagnostics].count("GITOPS302") == 1
+    assert not listed.exists()  # out/ was just copied: too fresh to be kept
+    time.sleep(2 * RACY_NS / 1e9)
+    assert [d.code for d in compile_policies(opts, Store(root)).diagnostics].count("GITOPS302") == 1
+    assert len(list(listed.iterdir())) == 1
+    calls: list[str] = []
+    real = previous._wanted
+    monkeypatch.setattr(previous, "_wanted", lambda rel: calls.append(rel) or real(rel))
+    assert previous.previous_outputs(opts, Store(root)) == previous.previous_outputs(opts)
+    assert len(calls) > 0 and calls.count(calls[0]) == 1  # the uncached call listed; the kept one did not
+    (root / "out" / "cloud" / "kueue" / "clusterqueue._.recsys.yaml").unlink()
+    assert "GITOPS302" not in [d.code for d in compile_policies(opts, Store(root)).diagnostics]
+    assert "cloud/kueue/clusterqueue._.recsys.yaml" not in (previous.previous_outputs(opts, Store(root)) or ())
+
+
 def test_removed_flavor_needs_an_acknowledgement(tmp_path: Path) -> None:
     root = copy_demo(tmp_path)
     mutate(root, FLEET, "            mode: timeslicing\n            replicas: 4\n", "            mode: full\n")

@@ -39,19 +39,19 @@ def stats_out(stats: VerifyStats) -> StatsRecord:
 
 @dataclass(frozen=True)
 class UnitRecord:
-    """One team unit: its objects' inventory, what verify found, and what the output-scope
-    passes (CODEOWNERS, the OPS model) read of its files. The digests of its files are an entry
-    of their own (kind ``files``): a run reads them only for the units that changed
-    (``compiler.pipeline.run.Run.out_digests``)."""
+    """One team unit: its objects' inventory, what verify found, and what the OPS model reads of
+    its files. The digests of its files are an entry of their own (kind ``files``): a run reads
+    them only for the units that changed (``compiler.pipeline.run.Run.out_digests``); so is its
+    part of CODEOWNERS (kind ``owners``), read by the child that renders CODEOWNERS
+    (``compiler.pipeline.owners``)."""
 
     inventory: tuple[Any, ...]  # compiler.model.inventory.Inventory.to_record()
     diags: list[DiagRecord]
     stats: StatsRecord
-    owners: tuple[Any, ...]  # compiler.report.codeowners.owned_part of its inventory's files
-    runtime: dict[str, Any]  # compiler.verify.runtime.file_facts of the same files (the OPS model)
+    runtime: dict[str, Any]  # compiler.verify.runtime.file_facts of its inventory's files (the OPS model)
 
     def plain(self) -> tuple[Any, ...]:
-        return (self.inventory, self.diags, self.stats, self.owners, self.runtime)
+        return (self.inventory, self.diags, self.stats, self.runtime)
 
     @classmethod
     def of(cls, value: Any) -> UnitRecord:

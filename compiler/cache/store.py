@@ -137,8 +137,10 @@ def compiler_fingerprint() -> str:
     h.update(tree_fingerprint(PACKAGE).encode())
     dists: set[str] = set()
     for entry in sys.path:
+        if not entry:  # the working directory (``python -m``): where a command runs, not what it runs
+            continue
         try:
-            with os.scandir(entry or ".") as it:
+            with os.scandir(entry) as it:
                 dists.update(e.name for e in it if e.name.endswith((".dist-info", ".egg-info", ".egg-link")))
         except OSError:
             continue
@@ -244,6 +246,10 @@ class Store:
             return None
         self.used.add((kind, key))
         return value
+
+    def has(self, kind: str, key: str) -> bool:
+        """Whether an entry exists (it may yet prove corrupt, or vanish, when read)."""
+        return not self.off and os.path.exists(self.dir / kind / key)
 
     def trouble(self, what: str) -> None:
         """Remember, once, why the cache was not used as it should (printed as one line)."""

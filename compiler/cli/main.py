@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from compiler.diagnostics import EXIT_USAGE, UsageError
+from compiler.pipeline.lifetime import keep_until_exit
 from compiler.pipeline.options import Options, default_crds
 from compiler.tools.audit.args import add_arguments as audit_arguments
 from compiler.tools.cluster_import.args import add_arguments as import_arguments
@@ -211,6 +212,7 @@ def entrypoint() -> None:
     # re-enabling it after a large build makes the next allocations pay a full collection of
     # everything it built (~1 s at 1,000 teams). A command is short-lived and makes few cycles.
     gc.disable()
+    keep_until_exit()  # and no freeing of a run's structures before it either (pipeline.lifetime)
     code = main()
     # Skip the interpreter's teardown: freeing a large build's objects one by one takes ~0.15 s
     # on the 1,000-team benchmark and nothing is left to clean up (files closed, children

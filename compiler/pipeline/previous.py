@@ -11,10 +11,12 @@ out/ can be regenerated. Unknown (no out/, not a git repository) means the rule 
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
+import time
 from pathlib import Path
-from typing import Iterator
 
+from compiler.cache.store import RACY_NS, Store, digest
 from compiler.pipeline.options import Options
 
 PATTERNS = ("*/kueue/clusterqueue.*.yaml", "*/kueue/resourceflavor.*.yaml")
@@ -25,7 +27,7 @@ def _wanted(rel: str) -> bool:
     return len(parts) == 3 and parts[1] == "kueue" and parts[2].startswith(("clusterqueue.", "resourceflavor."))
 
 
-def previous_outputs(opts: Options) -> frozenset[str] | None:
+def previous_outputs(opts: Options, store: Store | None = None) -> frozenset[str] | None:
     out: Path = opts.out_dir
     base = os.environ.get("GPUPOLICY_BASE")
     if base:
@@ -39,22 +41,49 @@ def previous_outputs(opts: Options) -> frozenset[str] | None:
         return frozenset(p for p in found if _wanted(p))
     if not out.is_dir():
         return None
-    return frozenset(_listed(out))
+    return frozenset(_listed(out, store))
 
 
-def _listed(out: Path) -> Iterator[str]:
+def _listed(out: Path, store: Store | None) -> list[str]:
     """The out/-relative paths ``PATTERNS`` match, by listing only ``<cluster>/kueue/`` (a glob of
-    out/ stats every one of its ~70,000 files at 1,000 teams: 0.26 s against 0.08 s)."""
+    out/ stats every one of its ~70,000 files at 1,000 teams: 0.26 s against 0.08 s). With a store,
+    the listing is kept by every listed directory's stat (kind ``listed``): a directory's mtime and
+    ctime move whenever an entry is added, removed or renamed in it, which is all a listing reads
+    (~0.05 s less per command at 1,000 teams). A directory changed within ``RACY_NS`` of now may
+    change again without its mtime ticking, so such a listing is not kept."""
+    dirs: list[tuple[str, str]] = []
     with os.scandir(out) as clusters:
         for c in clusters:
-            if not c.is_dir(follow_symlinks=False):
-                continue
-            try:
-                with os.scandir(os.path.join(c.path, "kueue")) as files:
-                    names = [f.name for f in files if f.is_file(follow_symlinks=False)]
-            except (NotADirectoryError, FileNotFoundError):
-                continue
-            yield from (f"{c.name}/kueue/{n}" for n in names if _wanted(f"{c.name}/kueue/{n}") and n.endswith(".yaml"))
+            if c.is_dir(follow_symlinks=False):
+                dirs.append((c.name, os.path.join(c.path, "kueue")))
+    dirs.sort()
+    stamps: list[str] = []
+    cutoff = time.time_ns() - RACY_NS
+    settled = True
+    for name, path in dirs:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            stamps.append(f"{name}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0{st.st_dev}")
+            settled = settled and max(st.st_mtime_ns, st.st_ctime_ns) < cutoff
+    key = digest(str(out.resolve()), *stamps)
+    if store is not None:
+        hit = store.get("listed", key)
+        if isinstance(hit, list):
+            return hit
+    found: list[str] = []
+    for name, path in dirs:
+        try:
+            with os.scandir(path) as files:
+                names = [f.name for f in files if f.name.endswith(".yaml") and f.is_file(follow_symlinks=False)]
+        except (NotADirectoryError, FileNotFoundError):
+            continue
+        found += (f"{name}/kueue/{n}" for n in sorted(names) if _wanted(f"{name}/kueue/{n}"))
+    if store is not None and settled:
+        store.put("listed", key, found)
+    return found
 
 
 def base_ref() -> str | None:

@@ -22,7 +22,8 @@ Units, by the scope of what they read:
   running the rules. The team-scope rules' findings are kept per team unit (``rules``): they
   read the fleet and their team only (``tests/test_rule_scopes.py``);
 - *output*: ArgoCD objects, GITOPS006, CODEOWNERS and the bootstrap report, which read the merged
-  inventories of all units (``compiler.model.inventory``), never the units' objects;
+  inventories of all units (``compiler.model.inventory``), never the units' objects; CODEOWNERS
+  reads each unit's part of it (kind ``owners``) in a child of its own (``compiler.pipeline.owners``);
 - *run*: the whole result, keyed by every input: an unchanged tree compiles nothing. The digests
   of every ``out/`` file are the last run's, patched with the units that came and went
   (``Run.out_digests``).
@@ -46,6 +47,7 @@ from compiler.diagnostics import Diagnostic, has_errors
 from compiler.load.files import read_inputs
 from compiler.load.paths import display_path
 from compiler.model.manifest import Manifest
+from compiler.pipeline.lifetime import hold
 from compiler.pipeline.options import Options
 from compiler.pipeline.previous import previous_outputs
 from compiler.pipeline.units import (
@@ -119,7 +121,9 @@ def compile_policies(opts: Options, store: Store | None = None, *, shared: froze
     ``out_files`` are empty, so a one-team edit reads no unit's ``files`` (the next ``check``
     finds them from the last run's: ``Run.out_digests``)."""
     with no_collections():
-        result = Run(opts, NullStore() if store is None else store, shared, objects, reports, outlines, digests).run()
+        run = Run(opts, NullStore() if store is None else store, shared, objects, reports, outlines, digests)
+        hold(run)
+        result = run.run()
         if result is None:  # a stored unit's entry vanished meanwhile
             result = Run(opts, NullStore(), shared, objects, reports, outlines, digests).run()
             assert result is not None
@@ -144,9 +148,10 @@ def validated_policy(opts: Options, store: Store | None = None) -> tuple[Policy 
 
     with no_collections():
         run = Run(opts, NullStore() if store is None else store)
+        hold(run)
         inputs, diags0 = run.read_inputs()
         run.fingerprint()
-        run.previous = previous_outputs(opts)
+        run.previous = previous_outputs(opts, run.store)
         run.key_all = run.key_of(inputs, diags0)
         run.team_keys = team_unit_keys(run.fp, inputs)
         return validate_run(run, inputs, diags0)
@@ -201,7 +206,7 @@ class Run:
     def run(self) -> Result | None:
         inputs, diags0 = self.read_inputs()
         self.fingerprint()
-        self.previous = previous_outputs(self.opts)
+        self.previous = previous_outputs(self.opts, self.store)
         key_all = self.key_all = self.key_of(inputs, diags0)
         self.team_keys = team_unit_keys(self.fp, inputs)
         stored = None if self.shared is not None or not self.reports else self.store.get("result", key_all)
@@ -221,7 +226,7 @@ class Run:
             self.store.put("result", key_all, rec.plain())
         result = self.output(rec, "partial" if self.reused else "none")  # reads the last run's digests: first
         self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas", "digests",
-                          "last", "rules", "verified", "rendered"))
+                          "last", "rules", "verified", "rendered", "listed", "owners"))
         return result
 
     def key_of(self, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> str:

@@ -34,9 +34,11 @@ from compiler.model.inventory import Inventory
 from compiler.model.manifest import Manifest
 from compiler.model.schemas import render_schemas
 from compiler.pipeline.front import assemble
+from compiler.pipeline.lifetime import hold
+from compiler.pipeline.owners import codeowners_of, unit_owners
 from compiler.pipeline.run import PolicyInput, Run
 from compiler.pipeline.units import fleet_key, unit_key
-from compiler.policy.graph import Policy
+from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import check_manifests
 from compiler.report.codeowners import OwnedPart, owned_part, render_codeowners
 from compiler.report.gitops import argocd_reports
@@ -111,7 +113,6 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
     # CODEOWNERS and the OPS model: the fleet-scope files' parts now, each team unit's stored with
     # it. Without a store CODEOWNERS reads the merged inventory in its child, off the critical path.
     keep = not run.store.off
-    owner_parts: list[OwnedPart] = [owned_part(inventory.files, {t.path: t.name for t in policy.teams})] if keep else []
     runtime_parts: list[FileFacts] = [file_facts(inventory.files)]
     units: list[tuple[str, UnitRecord]] = []
     if opts.verify:
@@ -119,34 +120,41 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
         if run.verifier.registry is not None:
             run.verifier.registry.remember(None if run.store.off else ParsedCrds(run.store))
     fleet = fleet_key(run.fp, policy.fleet_src.path, raw[policy.fleet_src.path])  # hashed once
-    for team in policy.teams:
-        key = unit_key(fleet, team.path, raw[team.path])
-        stored = run.stored_unit(key)
-        rec = None if stored is None else UnitRecord.of(stored)
-        if rec is not None:
+    keys = [(team, unit_key(fleet, team.path, raw[team.path])) for team in policy.teams]
+    shown_policies, shown_out = display_path(opts.policy_dir, opts.root), display_path(opts.out_dir, opts.root)
+    owners = Pending(bytes)  # diff compares out/ only
+    computed: dict[str, tuple[UnitRecord, Inventory]] = {}
+    if keep and run.reports:
+        # The units missing from the store first, then CODEOWNERS starts in a child that reads the
+        # other units' parts itself (compiler.pipeline.owners) while this process reads their records.
+        known: dict[str, OwnedPart] = {}
+        for team, key in keys:
+            if run.shared is None and not run.store.has("unit", key):
+                computed[key] = compute_unit(run, policy, team, key, clusters, known)
+        owners = in_child(codeowners_of, run.store, policy, owned_part(inventory.files, {t.path: t.name for t in policy.teams}),
+                          known, keys, shown_policies, shown_out)
+        run.children.append(owners)
+    for team, key in keys:
+        got = computed.pop(key, None)
+        stored = None if got is not None else run.stored_unit(key)
+        if stored is not None:
+            rec = UnitRecord.of(stored)
             run.reused += 1
-            run.store.used.update({("files", key), ("blob", key), ("outline", key), ("rules", key),
+            run.store.used.update({("files", key), ("blob", key), ("outline", key), ("rules", key), ("owners", key),
                                    ("verified", team_table(run, team.path))})  # live, though not read now
             inventory.merge(Inventory.from_record(rec.inventory))
-        else:  # rendered and verified at once: one team's objects alive at a time (issue 21, RSS)
-            ms = [m for c in clusters for m in lower_team(policy, team, c)]
-            team_inventory = Inventory.of(ms)
-            run.lap("lower")
-            owned = owned_part(team_inventory.files, {team.path: team.name}) if keep else ({}, {}, {})
-            rec = new_unit(run, key, team.path, ms, team_inventory, owned, file_facts(team_inventory.files))
-            run.lap("verify")
+        else:
+            rec, team_inventory = got or compute_unit(run, policy, team, key, clusters, None)
             inventory.merge(team_inventory)
         units.append((key, rec))
-        owner_parts.append(rec.owners)
         runtime_parts.append(rec.runtime)
     argocd = lower_delivery(policy, inventory)
     fresh += argocd
     run.policy = policy
     run.lowered = fresh + run.kept
-    shown_out = display_path(opts.out_dir, opts.root)
-    owners = in_child(render_codeowners, policy, owner_parts if keep else inventory,
-                      display_path(opts.policy_dir, opts.root), shown_out) if run.reports else Pending(bytes)
-    run.children.append(owners)
+    if not keep and run.reports:
+        owners = in_child(render_codeowners, policy, inventory, shown_policies, shown_out)
+        run.children.append(owners)
     diags += check_manifests(policy, inventory)
     # OPS: what ArgoCD syncs must also run (the parts in the inventory's order of files)
     diags += check_runtime(policy, fresh, inventory, merge_facts(runtime_parts))
@@ -186,17 +194,36 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
     glob = digest("inline", *[x for kv in sorted(inline_digests.items()) for x in kv])
     run.store.put("blob", glob, inline, compress=True)
     run.keep(glob, inline)
-    repo = {".github/CODEOWNERS": owners()} if run.reports else {}  # diff compares out/ only
+    repo = {".github/CODEOWNERS": owners()} if run.reports else {}
     schemas = run.store.get("schemas", compiler_fingerprint())  # depend on the compiler alone
     if schemas is None:
         schemas = render_schemas()
         run.store.put("schemas", compiler_fingerprint(), schemas)
     repo.update({f"schemas/{name}": data for name, data in schemas.items()})
+    if keep:  # freed at exit, not on return (pipeline.lifetime); without a store memory matters more
+        hold(units, inventory, runtime_parts)
     return RunRecord([diag_out(d) for d in diags], False, [u[0] for u in units], inline_digests, glob, repo,
                      inventory.count, stats_sum(stats) if opts.verify else {})
 
 
-def new_unit(run: Run, key: str, team_path: str, flat: list[Manifest], inventory: Inventory, owners: OwnedPart,
+def compute_unit(run: Run, policy: Policy, team: Team, key: str, clusters: list[str],
+                 known: dict[str, OwnedPart] | None) -> tuple[UnitRecord, Inventory]:
+    """A team unit lowered, rendered and verified at once (one team's objects alive at a time:
+    issue 21, RSS), then stored with its CODEOWNERS part, which goes to ``known`` too."""
+    ms = [m for c in clusters for m in lower_team(policy, team, c)]
+    team_inventory = Inventory.of(ms)
+    run.lap("lower")
+    if not run.store.off:
+        owned = unit_owners(team_inventory, team)
+        run.store.put("owners", key, owned)
+        if known is not None:
+            known[key] = owned
+    rec = new_unit(run, key, team.path, ms, team_inventory, file_facts(team_inventory.files))
+    run.lap("verify")
+    return rec, team_inventory
+
+
+def new_unit(run: Run, key: str, team_path: str, flat: list[Manifest], inventory: Inventory,
              runtime: FileFacts) -> UnitRecord:
     """A team unit computed: its objects rendered and verified, then stored. With a store its
     objects are verified through a table of that team's objects (``verify_objects``): after an
@@ -214,7 +241,7 @@ def new_unit(run: Run, key: str, team_path: str, flat: list[Manifest], inventory
         parts: list[StatsRecord] = []
         diags = verify_objects(run, flat, files, parts, team_table(run, team_path))
         stats = stats_total(parts)
-    rec = UnitRecord(inventory.to_record(), [diag_out(d) for d in diags], stats, owners, runtime)
+    rec = UnitRecord(inventory.to_record(), [diag_out(d) for d in diags], stats, runtime)
     run.store.put("unit", key, rec.plain())
     run.unit_lowered(key, flat)
     digests = run.files[key] = {rel: content_digest(data) for rel, data in files.items()}
