@@ -171,6 +171,23 @@ def test_cli_check_and_build_use_the_cache(tmp_path: Path, crds_dir: Path) -> No
     assert not (root / CACHE_DIRNAME).exists()
 
 
+def test_repository_files_kept_by_digest(tmp_path: Path, crds_dir: Path) -> None:
+    """CODEOWNERS and schemas/ are kept in the store by digest, out of the run's record: check
+    compares them by digest (a hand edit of CODEOWNERS is stale), and a build answered from the
+    record whose bytes are gone from the store renders again and writes the same file."""
+    root = copy_demo(tmp_path)
+    assert run_cli("build", "--root", str(root), cwd=root).returncode == 0
+    owners = (root / ".github" / "CODEOWNERS").read_bytes()
+    assert len(list((root / CACHE_DIRNAME / "repo").iterdir())) == 3  # CODEOWNERS and two schemas
+    (root / ".github" / "CODEOWNERS").write_bytes(owners + b"* @someone-else\n")
+    res = run_cli("check", "--root", str(root), cwd=root)
+    assert res.returncode == 1 and ".github/CODEOWNERS" in res.stderr, res.stderr
+    shutil.rmtree(root / CACHE_DIRNAME / "repo")  # pruned by another run meanwhile
+    assert run_cli("build", "--root", str(root), cwd=root).returncode == 0
+    assert (root / ".github" / "CODEOWNERS").read_bytes() == owners
+    assert run_cli("check", "--root", str(root), cwd=root).returncode == 0
+
+
 def test_store_survives_corrupt_entries(tmp_path: Path) -> None:
     store = Store(tmp_path)
     store.put("unit", "k", {"a": [1, (2, 3)]}, compress=True)
@@ -631,3 +648,69 @@ def test_compiler_fingerprint_is_the_same_from_any_working_directory(tmp_path: P
     prints = {subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
                              check=True).stdout for cwd in (tmp_path, tmp_path.parent)}
     assert len(prints) == 1, prints
+
+
+def test_codeowners_sections_are_kept_and_checked(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each team's CODEOWNERS section is kept with its unit (kind ``ownsec``): a one-team edit
+    renders that team's section alone; a section whose fleet share changed, or whose namespace
+    another unit's files share, is not used; the file is the one over every part either way."""
+    import compiler.pipeline.owners as owners
+    from compiler.load.paths import display_path
+    from compiler.pipeline.units import fleet_key, unit_key
+    from compiler.report.codeowners import render_codeowners
+
+    monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")  # the child's work in this process, where it is counted
+    _check(demo, "none")
+    rendered: list[str] = []
+    real = owners.team_section
+    monkeypatch.setattr(owners, "team_section", lambda p, t, pats: rendered.append(t.name) or real(p, t, pats))
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    inc = _check(demo, "partial")
+    assert rendered == ["vision"], rendered
+    policy = inc.policy
+    assert policy is not None
+    opts, store = _opts(demo), Store(demo)
+    raw = {p.relative_to(demo).as_posix(): p.read_bytes() for p in (demo / "policies").rglob("*.yaml")}
+    fleet = fleet_key(compile_fingerprint(opts), policy.fleet_src.path, raw[policy.fleet_src.path])
+    keys = [(t, unit_key(fleet, t.path, raw[t.path])) for t in policy.teams]
+    parts = {k: owners.stored_part(store, k) for _, k in keys}
+    assert all(parts.values())
+    fleet_part = _fleet_part(inc, policy)
+    shown = display_path(opts.policy_dir, demo), display_path(opts.out_dir, demo)
+
+    def whole(fleet_part: Any, parts: dict[str, Any]) -> bytes:
+        return render_codeowners(policy, [fleet_part, *(parts[k] for _, k in keys)], *shown)
+
+    assert owners.codeowners_of(store, policy, fleet_part, {}, keys, *shown) == whole(fleet_part, parts)
+    # the fleet's part gives a team one more file: that team's section is rendered again
+    team, key = keys[0]
+    by_ns, kinds, single = fleet_part
+    extra = {**single, ("x", None): [("x/kueue/clusterqueue._.extra.yaml", team.name, "x/kueue/clusterqueue._.extra.yaml")]}
+    rendered.clear()
+    got = owners.codeowners_of(store, policy, (by_ns, kinds, extra), {}, keys, *shown)
+    assert got == whole((by_ns, kinds, extra), parts) and rendered == [team.name]
+    assert b"/out/x/kueue/clusterqueue._.extra.yaml" in got
+    # another unit's files in a team's namespace: no section holds, every part is merged
+    (_, k0), (_, k1) = keys[0], keys[1]
+    ns_key = sorted(parts[k0][0])[0]
+    u_ns, u_kinds, u_single = parts[k1]
+    parts[k1] = ({**u_ns, ns_key: {None}}, u_kinds, u_single)
+    assert owners.codeowners_of(store, policy, fleet_part, {k1: parts[k1]}, keys, *shown) == whole(fleet_part, parts)
+
+
+def compile_fingerprint(opts: Options) -> str:
+    from compiler.pipeline.run import Run
+
+    run = Run(opts, Store(opts.root))
+    run.fingerprint()
+    return run.fp
+
+
+def _fleet_part(res: Result, policy: Any) -> Any:
+    """The fleet-scope files' part of CODEOWNERS, as the pipeline computes it."""
+    from compiler.lower import lower_cluster
+    from compiler.model.inventory import Inventory
+    from compiler.report.codeowners import owned_part
+
+    fresh = [m for c in sorted(policy.clusters) for m in lower_cluster(policy, c)]
+    return owned_part(Inventory.of(fresh).files, {t.path: t.name for t in policy.teams})

@@ -225,7 +225,7 @@ def test_places_of_rendered_objects_and_fleet_entries(tmp_path: Path) -> None:
     mutate(root, "teams/interns.yaml", "clusters: [cloud]", "clusters: [cloud, onprem]")
     policy, _ = policy_at(root)
     assert policy is not None
-    inventory = Inventory(files=[("onprem/kueue/clusterqueue._.recsys.yaml", "onprem", None,
+    inventory = Inventory(rows=[("onprem/kueue/clusterqueue._.recsys.yaml", "onprem", None,
                                   ("policies/teams/recsys.yaml",))])
     places = Places(policy, inventory)
     queue = Location("out/onprem/kueue/clusterqueue._.recsys.yaml", 3, 1)

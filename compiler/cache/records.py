@@ -67,7 +67,7 @@ class RunRecord:
     units: list[str]  # keys of the team units, in order
     inline: dict[str, str]  # digests of the files rendered outside units
     glob: str  # the blob key holding those files' bytes
-    repo: dict[str, bytes]  # CODEOWNERS, schemas/
+    repo: dict[str, str]  # digests of CODEOWNERS and schemas/ (the bytes: kind ``repo``, by digest)
     n: int  # objects
     stats: dict[str, object]  # verify statistics
 

@@ -251,6 +251,15 @@ class Store:
         """Whether an entry exists (it may yet prove corrupt, or vanish, when read)."""
         return not self.off and os.path.exists(self.dir / kind / key)
 
+    def keys(self, kind: str) -> set[str]:
+        """The keys of a kind's entries, in one listing (a stat each costs ~20x more at 1,000)."""
+        if self.off:
+            return set()
+        try:
+            return {n for n in os.listdir(self.dir / kind) if not n.startswith(".")}
+        except OSError:
+            return set()
+
     def trouble(self, what: str) -> None:
         """Remember, once, why the cache was not used as it should (printed as one line)."""
         if what not in self.problems:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compiler.cache.forked import in_child
-from compiler.cache.store import Store, digest
+from compiler.cache.store import Store, content_digest, digest
 from compiler.cache.tree_state import STATE_FORMAT, record_tree, scan_tree
 from compiler.diagnostics import UsageError
 from compiler.emit.tree import write_file_atomic, write_tree
@@ -59,11 +59,11 @@ def stale(scan: TreeScan, root: Path, shown_out: str, out: Result, store: Store 
             found.append(("extra", f"{shown_out}/{rel}"))
         else:
             found.append(("changed", f"{shown_out}/{rel}"))
-    for rel, data in sorted(out.repo_files.items()):
+    for rel, want in sorted(out.repo_digests.items()):  # by digest: the bytes stay in the store
         path = root / rel
         if not path.is_file():
             found.append(("missing", rel))
-        elif path.read_bytes() != data:
+        elif content_digest(path.read_bytes()) != want:
             found.append(("changed", rel))
     return found
 

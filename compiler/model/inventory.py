@@ -11,6 +11,7 @@ the other teams' 70,000 objects to answer these questions (bench/README.md).
 
 from __future__ import annotations
 
+import marshal
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -45,8 +46,22 @@ class Inventory:
     admission_checks: dict[tuple[str, str], str] = field(default_factory=dict)  # (cluster, name) -> controller
     queue_checks: list[tuple[str, str, tuple[str, ...], str]] = field(default_factory=list)
     """(cluster, ClusterQueue, its admission checks, the policy file it comes from last), when it has any."""
-    files: list[FileRow] = field(default_factory=list)
-    """(out/-relative path, cluster, namespace, sources) of every object but ArgoCD's."""
+    rows: list[FileRow] = field(default_factory=list)
+    """(out/-relative path, cluster, namespace, sources) of every object but ArgoCD's (``files``)."""
+    later: list[list[FileRow] | bytes] = field(default_factory=list, repr=False)
+    """More rows after ``rows``, in order: lists, or a stored unit's rows still marshalled. Only
+    CODEOWNERS, the OPS model and team-scoped waivers of verify findings read the rows, and with a
+    store the first two read each unit's stored part instead, so the 80,000 rows of 1,000 stored
+    units are decoded only when a waiver needs them (~0.02 s less per run)."""
+
+    @property
+    def files(self) -> list[FileRow]:
+        """Every row, in order (decoding what ``later`` holds)."""
+        if self.later:
+            for chunk in self.later:
+                self.rows.extend(marshal.loads(chunk) if isinstance(chunk, bytes) else chunk)
+            self.later.clear()
+        return self.rows
 
     @classmethod
     def of(cls, manifests: Iterable[Manifest]) -> Inventory:
@@ -95,7 +110,10 @@ class Inventory:
                 mine.merge(folder)
         self.admission_checks.update(other.admission_checks)
         self.queue_checks += other.queue_checks
-        self.files += other.files
+        if self.later or other.later:
+            self.later += [other.rows, *other.later]
+        else:
+            self.rows += other.rows
 
     # -- views --------------------------------------------------------------------------------
 
@@ -115,10 +133,11 @@ class Inventory:
     # -- a marshal-able record (the incremental cache; marshal keeps tuples and sets) ----------
 
     def to_record(self) -> tuple[Any, ...]:
+        """The record, its rows marshalled apart (``later``: decoded only when read)."""
         folders = {key: (f.kinds, f.namespaces, f.deployments, f.scaled) for key, f in self.folders.items()}
-        return (self.count, folders, self.admission_checks, self.queue_checks, self.files)
+        return (self.count, folders, self.admission_checks, self.queue_checks, marshal.dumps(self.files))
 
     @classmethod
     def from_record(cls, rec: Any) -> Inventory:
-        count, folders, checks, queue_checks, files = rec
-        return cls(count, {key: Folder(*parts) for key, parts in folders.items()}, checks, queue_checks, files)
+        count, folders, checks, queue_checks, rows = rec
+        return cls(count, {key: Folder(*parts) for key, parts in folders.items()}, checks, queue_checks, [], [rows])

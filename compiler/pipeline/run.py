@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from compiler.cache.forked import Pending
 from compiler.cache.records import RunRecord, diag_in, diag_out, outline_in, outline_out
-from compiler.cache.store import NullStore, Store, compiler_fingerprint, digest, tree_fingerprint
+from compiler.cache.store import NullStore, Store, compiler_fingerprint, content_digest, digest, tree_fingerprint
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.load.files import read_inputs
 from compiler.load.paths import display_path
@@ -73,7 +73,8 @@ class Result:
     manifests: list[Manifest] = field(default_factory=list)  # lowered by this run, in out/ order
     out_digests: dict[str, str] = field(default_factory=dict)  # out/-relative path -> digest
     out_files: Mapping[str, bytes] = field(default_factory=dict)  # the same paths -> bytes, lazily
-    repo_files: dict[str, bytes] = field(default_factory=dict)  # relative to the root
+    repo_files: Mapping[str, bytes] = field(default_factory=dict)  # relative to the root, lazily
+    repo_digests: dict[str, str] = field(default_factory=dict)  # the same paths -> digest
     n_objects: int = 0
     verify_stats: dict[str, object] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
@@ -181,6 +182,7 @@ class Run:
         self.verifier: Verifier | None = None
         self.blobs: dict[str, dict[str, bytes] | bytes] = {}  # unit key -> rendered files (``keep``)
         self.files: dict[str, dict[str, str]] = {}  # unit key -> digests of its files
+        self.repo: dict[str, bytes] = {}  # digest -> a repository file this run rendered (``keep_repo``)
         self.children: list[Pending] = []  # forked work; reaped whatever path compile() takes
         self.policy: Policy | None = None
         self.lowered: list[Manifest] = []
@@ -226,7 +228,7 @@ class Run:
             self.store.put("result", key_all, rec.plain())
         result = self.output(rec, "partial" if self.reused else "none")  # reads the last run's digests: first
         self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas", "digests",
-                          "last", "rules", "verified", "rendered", "listed", "owners"))
+                          "last", "rules", "verified", "rendered", "listed", "owners", "ownsec", "repo"))
         return result
 
     def key_of(self, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> str:
@@ -256,10 +258,30 @@ class Run:
         self.lap("report" if how != "result" else "result")
         units = {k: self.files.get(k, {}) for k in rec.units} if self.shared is not None else {}  # diff's
         # waiver expiry depends on the date, so it is decided here on every run, never stored
+        self.store.used.update(("repo", d) for d in rec.repo.values())
         return Result(expire(diag_in(d) for d in rec.diags), rec.failed, self.policy,
                       sorted(self.lowered, key=Manifest.sort_key), digests,
-                      LazyFiles(digests, self.fetch(FileHomes(self.unit_files, rec))), rec.repo, rec.n, rec.stats, self.timings, how,
-                      units, self.outlines)
+                      LazyFiles(digests, self.fetch(FileHomes(self.unit_files, rec))),
+                      LazyFiles(rec.repo, lambda rel: self.repo_bytes(rec.repo[rel])), rec.repo,
+                      rec.n, rec.stats, self.timings, how, units, self.outlines)
+
+    def keep_repo(self, data: bytes) -> str:
+        """A repository file (CODEOWNERS, a schema) kept by its digest: in this run, and in the
+        store unless it holds it already (8 MB of CODEOWNERS at 1,000 teams, the same after most
+        edits: the run's record keeps the digest, so a command answered from it reads 8 MB less)."""
+        key = content_digest(data)
+        self.repo[key] = data
+        if not self.store.has("repo", key):
+            self.store.put("repo", key, data)
+        return key
+
+    def repo_bytes(self, key: str) -> bytes:
+        data = self.repo.get(key)
+        if data is None:
+            data = self.store.get("repo", key)
+            if not isinstance(data, bytes):
+                raise CacheEntryMissing(f"repo/{key}")
+        return data
 
     def unit_files(self, key: str) -> dict[str, str] | None:
         """A team unit's files (out/ path -> digest): computed by this run, or its ``files`` entry."""

@@ -56,14 +56,15 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
         policy, diags = assemble(run, inputs, diags0)
         if policy is None:
             return RunRecord.failure(diags)
-        # The policy-scope unit runs in two more processes while this one lowers: the semantic
-        # rules in one, REPORT.md and allocation.json in the other (each about as long as this
-        # process's share on 1,000 teams: bench/README.md). The rules' errors stop the build before
-        # anything is emitted; lowering a policy they reject may fail, so failures wait for their
-        # verdict, and the reports are used only when the rules pass.
-        checks = in_child(semantic_rules, policy, run)
-        reports = in_child(reports_or_none, policy) if run.reports else Pending(lambda: None)
-        run.children += [checks, reports]
+        # The policy-scope unit runs in another process while this one lowers: the semantic rules,
+        # then REPORT.md and allocation.json (after a one-team edit at 1,000 teams ~0.2 s each, and
+        # this process's share ~1 s: one child, not two, copies the parent's pages once; a full
+        # build's child has ~5 s of slack). The rules' errors stop the build before anything is
+        # emitted; lowering a policy they reject may fail, so failures wait for their verdict, and
+        # the reports are used only when the rules pass.
+        unit = in_child(policy_unit, policy, run)
+        checks, reports = Pending(lambda: unit()[0]), Pending(lambda: unit()[1])
+        run.children.append(unit)
         run.lap("validate")
         try:
             return lower_verify_emit(run, policy, {i.shown: i.data or b"" for i in inputs}, diags, checks, reports)
@@ -86,6 +87,11 @@ def semantic_rules(policy: Policy, run: Run) -> list[DiagRecord]:
     """The semantic rules' findings, waivers applied (their findings are kept in the store for
     explain, report and nodes: ``Run.semantic``)."""
     return [diag_out(d) for d in apply_waivers(policy, run.semantic(policy))]
+
+
+def policy_unit(policy: Policy, run: Run) -> tuple[list[DiagRecord], dict[str, bytes] | None]:
+    """The rules' findings (``semantic_rules``), then the reports when the run renders them."""
+    return semantic_rules(policy, run), reports_or_none(policy) if run.reports else None
 
 
 def reports_or_none(policy: Policy) -> dict[str, bytes] | None:
@@ -128,8 +134,9 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
         # The units missing from the store first, then CODEOWNERS starts in a child that reads the
         # other units' parts itself (compiler.pipeline.owners) while this process reads their records.
         known: dict[str, OwnedPart] = {}
+        present = run.store.keys("unit")
         for team, key in keys:
-            if run.shared is None and not run.store.has("unit", key):
+            if run.shared is None and key not in present:
                 computed[key] = compute_unit(run, policy, team, key, clusters, known)
         owners = in_child(codeowners_of, run.store, policy, owned_part(inventory.files, {t.path: t.name for t in policy.teams}),
                           known, keys, shown_policies, shown_out)
@@ -141,7 +148,7 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
             rec = UnitRecord.of(stored)
             run.reused += 1
             run.store.used.update({("files", key), ("blob", key), ("outline", key), ("rules", key), ("owners", key),
-                                   ("verified", team_table(run, team.path))})  # live, though not read now
+                                   ("ownsec", key), ("verified", team_table(run, team.path))})  # live, not read here
             inventory.merge(Inventory.from_record(rec.inventory))
         else:
             rec, team_inventory = got or compute_unit(run, policy, team, key, clusters, None)
@@ -200,9 +207,10 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
         schemas = render_schemas()
         run.store.put("schemas", compiler_fingerprint(), schemas)
     repo.update({f"schemas/{name}": data for name, data in schemas.items()})
+    repo_digests = {rel: run.keep_repo(data) for rel, data in repo.items()}
     if keep:  # freed at exit, not on return (pipeline.lifetime); without a store memory matters more
         hold(units, inventory, runtime_parts)
-    return RunRecord([diag_out(d) for d in diags], False, [u[0] for u in units], inline_digests, glob, repo,
+    return RunRecord([diag_out(d) for d in diags], False, [u[0] for u in units], inline_digests, glob, repo_digests,
                      inventory.count, stats_sum(stats) if opts.verify else {})
 
 
@@ -216,6 +224,7 @@ def compute_unit(run: Run, policy: Policy, team: Team, key: str, clusters: list[
     if not run.store.off:
         owned = unit_owners(team_inventory, team)
         run.store.put("owners", key, owned)
+        run.store.used.add(("ownsec", key))  # written by the child that renders CODEOWNERS
         if known is not None:
             known[key] = owned
     rec = new_unit(run, key, team.path, ms, team_inventory, file_facts(team_inventory.files))
