@@ -188,6 +188,57 @@ def test_repository_files_kept_by_digest(tmp_path: Path, crds_dir: Path) -> None
     assert run_cli("check", "--root", str(root), cwd=root).returncode == 0
 
 
+def _stale_lines(root: Path, *extra: str) -> tuple[int, list[str], str]:
+    res = run_cli("check", "--root", str(root), *extra, cwd=root)
+    return res.returncode, sorted(line for line in res.stderr.splitlines() if line.startswith("stale:")), res.stderr
+
+
+def test_check_compares_only_what_changed_since_the_build(tmp_path: Path, crds_dir: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``check`` on a tree a build wrote, unchanged since, compares only the units that differ
+    between that build's run and this one (``out_tree._since``): it finds exactly what comparing
+    every file finds (``--no-cache``), for changed, removed and added teams, a hand-edited tree
+    (every file compared) and a store that lost the build's record."""
+    root = copy_demo(tmp_path)
+    assert run_cli("build", "--root", str(root), cwd=root).returncode == 0
+    n = sum(1 for p in (root / "out").rglob("*") if p.is_file())
+    code, lines, err = _stale_lines(root)
+    assert code == 0 and not lines and f"out/ is up to date ({n} files)" in err, err
+    teams = root / "policies" / "teams"
+    vision = (teams / "vision.yaml").read_text()
+    vision2 = vision.replace("vision", "vision2").split("  budgets:")[0]  # no budget: no capacity taken
+    cases = [
+        lambda: mutate(root, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4"),  # changed files
+        lambda: mutate(root, "teams/vision.yaml", "vision-train", "vision-training"),  # extra and missing
+        lambda: (teams / "vision2.yaml").write_text(vision2),  # a new team: its files missing
+        lambda: (root / "out" / "REPORT.md").write_text("hand edit\n"),  # the tree itself changed
+        lambda: shutil.rmtree(root / CACHE_DIRNAME / "result"),  # the build's record gone
+    ]
+    # in this process, to see which comparison ran: the changed units' alone
+    import compiler.cli.out_tree as out_tree
+    from compiler.cli.main import main
+
+    seen: list[object] = []
+    real = out_tree._since
+    monkeypatch.setattr(out_tree, "_since", lambda *a: seen.append(real(*a)) or seen[-1])
+    monkeypatch.setenv("GPUPOLICY_CRDS", str(crds_dir))
+    assert main(["build", "--root", str(root)]) == 0  # this process's fingerprint (its sys.path)
+    mutate(root, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    assert main(["check", "--root", str(root)]) == 1
+    assert len(seen) == 1 and seen[0] is not None and 0 < len(seen[0][0]) < 10, seen  # type: ignore[index, arg-type]
+    (teams / "vision.yaml").write_text(vision)
+    monkeypatch.undo()
+    for i, change in enumerate(cases):
+        (teams / "vision.yaml").write_text(vision)
+        (teams / "vision2.yaml").unlink(missing_ok=True)
+        assert run_cli("build", "--root", str(root), cwd=root).returncode == 0
+        if i == 4:
+            mutate(root, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+        change()
+        cached, uncached = _stale_lines(root), _stale_lines(root, "--no-cache")
+        assert cached[:2] == uncached[:2] and cached[0] == 1 and cached[1], (i, cached, uncached)
+
+
 def test_store_survives_corrupt_entries(tmp_path: Path) -> None:
     store = Store(tmp_path)
     store.put("unit", "k", {"a": [1, (2, 3)]}, compress=True)

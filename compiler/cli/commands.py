@@ -79,10 +79,12 @@ def cmd_validate(opts: Options, ns: argparse.Namespace) -> int:
     return EXIT_POLICY if res.failed else exit_code(res.diagnostics, strict=opts.strict)
 
 
-def _compile_cached(opts: Options, ns: argparse.Namespace, *, writing: bool = False
+def _compile_cached(opts: Options, ns: argparse.Namespace, *, writing: bool = False, checking: bool = False
                     ) -> tuple[Result, Store | None, TreeScan]:
     """check and build: the pipeline with the on-disk store unless --no-cache, with out/ scanned
-    meanwhile (compiler.cli.out_tree). ``check`` never writes outside the cache."""
+    meanwhile (compiler.cli.out_tree). ``check`` never writes outside the cache, and compares the
+    tree with what changed since the build that wrote it, so its run needs no digest of every file
+    (``compiler.pipeline.out_digests``)."""
     from compiler.cache.store import Store
     from compiler.cli.out_tree import TreeScan
     from compiler.emit.tree import recover
@@ -91,8 +93,8 @@ def _compile_cached(opts: Options, ns: argparse.Namespace, *, writing: bool = Fa
     store = None if getattr(ns, "no_cache", False) else Store(opts.root)
     if writing:
         recover(opts.out_dir)  # finish a swap a killed build left half done before looking at out/
-    scan = TreeScan(opts.out_dir, store)
-    out = compile_policies(opts, store, objects=False)
+    scan = TreeScan(opts.out_dir, store, summary=checking)
+    out = compile_policies(opts, store, objects=False, digests=not checking or store is None)
     _print_timings(out)
     return out, store, scan
 
@@ -158,13 +160,22 @@ def cmd_check(opts: Options, ns: argparse.Namespace) -> int:
 def _check(opts: Options, ns: argparse.Namespace) -> int:
     from compiler.cli.out_tree import stale as stale_outputs
 
-    out, store, scan = _compile_cached(opts, ns)
+    out, store, scan = _compile_cached(opts, ns, checking=True)
     code = exit_code(out.diagnostics, strict=opts.strict)
     if out.failed or code != EXIT_OK:
-        scan.result()  # reap the child
+        scan.summary()  # reap the child
         _print_diags(out.diagnostics, opts, ns)
         return EXIT_POLICY
-    stale = stale_outputs(scan, opts.root, display_path(opts.out_dir, opts.root), out, store)
+    from compiler.pipeline.units import CacheEntryMissing
+
+    shown_out = display_path(opts.out_dir, opts.root)
+    try:
+        stale, n_files = stale_outputs(scan, opts.root, shown_out, out, store)
+    except CacheEntryMissing:  # another process pruned the cache meanwhile: render everything
+        from compiler.pipeline.run import compile_policies
+
+        out = compile_policies(opts, objects=False)
+        stale, n_files = stale_outputs(scan, opts.root, shown_out, out, None)
     _cache_notice(store)
     if _fmt(ns) == "text":  # the compact listing people read; every other format has them as GITOPS490
         _print_diags(out.diagnostics, opts, ns)
@@ -176,7 +187,7 @@ def _check(opts: Options, ns: argparse.Namespace) -> int:
         print(f"gpupolicy: {len(stale)} generated file(s) are stale; run `gpupolicy build` and commit",
               file=sys.stderr)
         return EXIT_POLICY
-    print(f"gpupolicy: out/ is up to date ({len(out.out_digests)} files)", file=sys.stderr)
+    print(f"gpupolicy: out/ is up to date ({n_files} files)", file=sys.stderr)
     return EXIT_OK
 
 

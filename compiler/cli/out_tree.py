@@ -9,13 +9,16 @@ rather than a read; files whose stat changed, or whose mtime is too recent to tr
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable, cast
 
 from compiler.cache.forked import in_child
+from compiler.cache.records import RunRecord
 from compiler.cache.store import Store, content_digest, digest
 from compiler.cache.tree_state import STATE_FORMAT, record_tree, scan_tree
 from compiler.diagnostics import UsageError
 from compiler.emit.tree import write_file_atomic, write_tree
 from compiler.pipeline.run import Result
+from compiler.pipeline.units import CacheEntryMissing
 
 
 def _state_key(out_dir: Path) -> str:
@@ -23,49 +26,110 @@ def _state_key(out_dir: Path) -> str:
     return digest("outstate", str(STATE_FORMAT), str(out_dir.resolve()))
 
 
-def _scan(out_dir: Path, store: Store | None) -> dict[str, str]:
-    """Digests of the tree; the new state goes straight to the cache (it is large)."""
+def _scan(out_dir: Path, store: Store | None, summary: bool) -> dict[str, str] | tuple[str, Any]:
+    """Digests of the tree; the new state goes straight to the cache (it is large). ``summary``:
+    a tree unchanged since a build recorded it as that build's output is answered as
+    ``("written", what the build wrote)``, without its 82,000 digests (``stale``)."""
     known = store.get("outstate", _state_key(out_dir)) if store is not None else None
     digests, state = scan_tree(out_dir, known)
     if store is not None and state is not None:
         store.put("outstate", _state_key(out_dir), state)
+    if summary and state is None and known is not None and "written" in known:
+        return "written", known["written"]
     return digests
 
 
 class TreeScan:
     """The digests of ``out/`` as it is on disk. The scan (a stat per file, a read for the
-    changed ones) runs in a forked child while the parent compiles (``compiler.cache.forked``)."""
+    changed ones) runs in a forked child while the parent compiles (``compiler.cli.out_tree``)."""
 
-    def __init__(self, out_dir: Path, store: Store | None) -> None:
+    def __init__(self, out_dir: Path, store: Store | None, summary: bool = False) -> None:
         self.out_dir = out_dir
         self.store = store
-        self._result = in_child(_scan, out_dir, store)
+        self._result = in_child(_scan, out_dir, store, summary)
 
     def result(self) -> dict[str, str]:
-        return self._result()
+        got = self._result()
+        return got if isinstance(got, dict) else scan_tree(self.out_dir, None)[0]
+
+    def summary(self) -> dict[str, str] | tuple[str, Any]:
+        return cast("dict[str, str] | tuple[str, Any]", self._result())
 
 
-def stale(scan: TreeScan, root: Path, shown_out: str, out: Result, store: Store | None) -> list[tuple[str, str]]:
-    """(status, path) of every generated file that differs from what the policies render."""
-    current = scan.result()
-    expected = out.out_digests
-    differ = [] if current == expected else [rel for rel, d in expected.items() if current.get(rel) != d]
-    differ += [rel for rel in current.keys() - expected.keys()] if differ or current != expected else []
-    found = []
-    for rel in sorted(differ):
-        if rel not in current:
-            found.append(("missing", f"{shown_out}/{rel}"))
-        elif rel not in expected:
-            found.append(("extra", f"{shown_out}/{rel}"))
-        else:
-            found.append(("changed", f"{shown_out}/{rel}"))
+def stale(scan: TreeScan, root: Path, shown_out: str, out: Result, store: Store | None
+          ) -> tuple[list[tuple[str, str]], int]:
+    """(status, path) of every generated file that differs from what the policies render, and
+    how many files ``out/`` should hold. When the tree is a build's output, unchanged since
+    (``TreeScan.summary``), only the units that differ between that build's run and this one are
+    compared (``_since``); else every file, by digest."""
+    got = scan.summary()
+    found: list[tuple[str, str]] | None = None
+    if isinstance(got, tuple) and store is not None:
+        since = _since(got[1], out, store)
+        if since is not None:
+            changes, n = since
+            found = [(status, f"{shown_out}/{rel}") for rel, status in changes]
+    if found is None:
+        current = got if isinstance(got, dict) else scan_tree(scan.out_dir, None)[0]
+        expected = out.out_digests or out.all_digests()
+        if expected is None:
+            raise CacheEntryMissing("digests")
+        n = len(expected)
+        differ = [] if current == expected else [rel for rel, d in expected.items() if current.get(rel) != d]
+        differ += [rel for rel in current.keys() - expected.keys()] if differ or current != expected else []
+        found = []
+        for rel in sorted(differ):
+            if rel not in current:
+                found.append(("missing", f"{shown_out}/{rel}"))
+            elif rel not in expected:
+                found.append(("extra", f"{shown_out}/{rel}"))
+            else:
+                found.append(("changed", f"{shown_out}/{rel}"))
     for rel, want in sorted(out.repo_digests.items()):  # by digest: the bytes stay in the store
         path = root / rel
         if not path.is_file():
             found.append(("missing", rel))
         elif content_digest(path.read_bytes()) != want:
             found.append(("changed", rel))
-    return found
+    return found, n
+
+
+def _since(written: Any, out: Result, store: Store) -> tuple[list[tuple[str, str]], int] | None:
+    """(path, status) of the files that differ between the tree, run ``written``'s output, and
+    this run's, in path order, and how many files this run renders; None when an entry it needs
+    is gone. The two runs share every unit but those that came and went (a one-team edit: two),
+    and a path of a shared unit is nowhere else in either run (paths are unique in a run), so
+    only the changed units' files and the files rendered outside units can differ."""
+    try:
+        key, n_before = written
+        prev = store.get("result", key) if key != out.key else out.record and out.record.plain()
+    except (TypeError, ValueError):
+        return None
+    if prev is None or out.record is None:
+        return None
+    before, now = RunRecord.of(prev), out.record
+    old: dict[str, str] = {}
+    new: dict[str, str] = {}
+    for units, other, into, files_of in ((before.units, now.units, old, _stored_files(store)),
+                                         (now.units, before.units, new, out.unit_files)):
+        for unit in set(units) - set(other):
+            files = files_of(unit)
+            if files is None:
+                return None
+            into.update(files)
+    old.update(before.inline)
+    new.update(now.inline)
+    differ = [(rel, "missing" if rel not in old else "extra" if rel not in new else "changed")
+              for rel in sorted(old.keys() | new.keys()) if old.get(rel) != new.get(rel)]
+    return differ, n_before - len(old) + len(new)
+
+
+def _stored_files(store: Store) -> Callable[[str], dict[str, str] | None]:
+    def get(unit: str) -> dict[str, str] | None:
+        files = store.get("files", unit)
+        return files if isinstance(files, dict) else None
+
+    return get
 
 
 def write(scan: TreeScan, root: Path, out: Result, store: Store | None) -> bool:
@@ -73,8 +137,13 @@ def write(scan: TreeScan, root: Path, out: Result, store: Store | None) -> bool:
     out_dir = scan.out_dir
     current = scan.result()
     changed = write_tree(out_dir, out.out_files, digests=out.out_digests, current=current)
+    tag = (out.key, len(out.out_digests))  # what the tree now is: this run's output (``stale``)
     if store is not None and changed:
-        store.put("outstate", _state_key(out_dir), record_tree(out_dir, out.out_digests))
+        store.put("outstate", _state_key(out_dir), record_tree(out_dir, out.out_digests, tag))
+    elif store is not None and current == out.out_digests:  # as scanned, already this run's output
+        state = store.get("outstate", _state_key(out_dir))
+        if isinstance(state, dict) and state.get("written") != tag:
+            store.put("outstate", _state_key(out_dir), {**state, "written": tag})
     for rel, data in sorted(out.repo_files.items()):
         changed |= write_file_atomic(inside(root, rel), data)
     return changed

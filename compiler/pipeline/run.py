@@ -49,13 +49,13 @@ from compiler.load.paths import display_path
 from compiler.model.manifest import Manifest
 from compiler.pipeline.lifetime import hold
 from compiler.pipeline.options import Options
+from compiler.pipeline.out_digests import out_digests
 from compiler.pipeline.previous import previous_outputs
 from compiler.pipeline.units import (
     CacheEntryMissing,
     FileHomes,
     LazyFiles,
     StoredVerdicts,
-    add_files,
     team_unit_keys,
 )
 from compiler.pipeline.waivers import expire
@@ -81,6 +81,10 @@ class Result:
     cached: str = "none"  # "result" (nothing compiled), "partial" (units reused), "none"
     units: dict[str, dict[str, str]] = field(default_factory=dict)  # team unit key -> its files' digests
     outlines: dict[str, dict[str, Manifest]] = field(default_factory=dict)  # shared unit -> out/ path -> outline
+    key: str = ""  # the run's key (every input)
+    record: RunRecord | None = None  # what the store keeps of the run
+    unit_files: Callable[[str], dict[str, str] | None] = lambda key: None  # a unit's files' digests
+    all_digests: Callable[[], dict[str, str] | None] = dict  # out_digests, when the run did without (validate, check)
 
     @property
     def ok(self) -> bool:
@@ -227,6 +231,9 @@ class Run:
         if self.reports:
             self.store.put("result", key_all, rec.plain())
         result = self.output(rec, "partial" if self.reused else "none")  # reads the last run's digests: first
+        last = self.store.get("last", self.fp)  # the last build's record: check compares out/ with it
+        if isinstance(last, str):
+            self.store.used.add(("result", last))
         self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas", "digests",
                           "last", "rules", "verified", "rendered", "listed", "owners", "ownsec", "repo"))
         return result
@@ -252,7 +259,7 @@ class Run:
         return found
 
     def output(self, rec: RunRecord, how: str) -> Result | None:
-        digests = self.out_digests(rec)
+        digests = out_digests(self, rec) if self.digests else {}
         if digests is None:
             return None
         self.lap("report" if how != "result" else "result")
@@ -263,7 +270,8 @@ class Run:
                       sorted(self.lowered, key=Manifest.sort_key), digests,
                       LazyFiles(digests, self.fetch(FileHomes(self.unit_files, rec))),
                       LazyFiles(rec.repo, lambda rel: self.repo_bytes(rec.repo[rel])), rec.repo,
-                      rec.n, rec.stats, self.timings, how, units, self.outlines)
+                      rec.n, rec.stats, self.timings, how, units, self.outlines,
+                      self.key_all, rec, self.unit_files, lambda: out_digests(self, rec))
 
     def keep_repo(self, data: bytes) -> str:
         """A repository file (CODEOWNERS, a schema) kept by its digest: in this run, and in the
@@ -293,66 +301,6 @@ class Run:
                 return None
             self.files[key] = files
         return files
-
-    def out_digests(self, rec: RunRecord) -> dict[str, str] | None:
-        """Every ``out/`` file's digest. With a store, from the last run's (kind ``digests``,
-        pointed to by ``last``): the units it had and this run has not lose their files, the units
-        this run has and it had not add theirs, so a one-team edit reads two units' ``files``
-        instead of every unit's (1,000 entries at 1,000 teams). A run answered from the store reads
-        its own. Else (no store, a diff, a missing entry) every unit's ``files``, in out/ order."""
-        if not self.digests:
-            return {}
-        if self.shared is not None or self.store.off or rec.failed:
-            return self.merged_digests(rec)
-        stored = self.store.get("digests", self.key_all)
-        if stored is not None:
-            return stored[2]
-        last = self.store.get("last", self.fp)
-        digests = None if last is None else self.delta_digests(rec, last)
-        if digests is None:
-            digests = self.merged_digests(rec)
-            if digests is None:
-                return None
-        if self.reports:  # a complete run (a diff's lacks REPORT.md and allocation.json)
-            self.store.put("digests", self.key_all, (rec.units, list(rec.inline), digests))
-            self.store.put("last", self.fp, self.key_all)
-            if last is not None and last != self.key_all:  # 8 MB at 1,000 teams: one run's is kept
-                self.store.discard("digests", last)
-        return digests
-
-    def merged_digests(self, rec: RunRecord) -> dict[str, str] | None:
-        digests: dict[str, str] = {}
-        found = [self.unit_files(key) for key in rec.units]  # every missing one discarded
-        for files in found:
-            if files is None:
-                return None
-            add_files(digests, files)
-        add_files(digests, rec.inline)
-        return digests
-
-    def delta_digests(self, rec: RunRecord, last: str) -> dict[str, str] | None:
-        """``out_digests`` from the run keyed ``last``, or None when an entry it needs is gone."""
-        prev = self.store.get("digests", last)
-        if prev is None:
-            return None
-        prev_units, prev_inline, digests = prev
-        had, has = set(prev_units), set(rec.units)
-        for key in had - has:
-            files = self.unit_files(key)
-            if files is None:
-                return None
-            for rel in files:
-                del digests[rel]
-        for rel in prev_inline:
-            del digests[rel]
-        for key in rec.units:
-            if key not in had:
-                files = self.unit_files(key)
-                if files is None:
-                    return None
-                add_files(digests, files)
-        add_files(digests, rec.inline)
-        return digests
 
     def stored_unit(self, key: str) -> Any | None:
         """A team unit's stored record, or None to compute it. A diff (``shared``) takes a shared
