@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from compiler.catalog import builtin_catalog
-from compiler.dra import DRIVER_CLASSES, class_selector, cluster_inventory, evaluate_class, resource_slice
+from compiler.dra.inventory import cluster_inventory, resource_slice
+from compiler.dra.proof import evaluate_class
+from compiler.dra.selectors import DRIVER_CLASSES, class_selector
 from compiler.model.fleet import Cluster
 from compiler.model.manifest import Manifest
 from compiler.policy.classes import derive_classes

@@ -765,3 +765,27 @@ def _fleet_part(res: Result, policy: Any) -> Any:
 
     fresh = [m for c in sorted(policy.clusters) for m in lower_cluster(policy, c)]
     return owned_part(Inventory.of(fresh).files, {t.path: t.name for t in policy.teams})
+
+
+def test_fleet_scope_verdict_is_kept_by_the_fleet_file(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fleet-scope findings (the DeviceClass proofs among them) are kept under the fleet
+    file's key: a team's edit proves nothing again, a fleet edit does; the findings are the
+    uncached run's either way."""
+    import compiler.validate.dra as dra
+
+    monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")  # the rules in this process, where they are counted
+    proved: list[str] = []
+    real = dra._prove
+    monkeypatch.setattr(dra, "_prove", lambda policy, c, *a: proved.append(c.name) or real(policy, c, *a))
+    _check(demo, "none")
+    assert proved == ["onprem", "onprem"]  # the stored run's, then the uncached one's
+    proved.clear()
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    inc = compile_policies(_opts(demo), Store(demo))
+    assert inc.cached == "partial" and proved == []
+    _same(inc, compile_policies(_opts(demo)))
+    proved.clear()
+    mutate(demo, "fleet.yaml", "nodes: 8", "nodes: 9")
+    inc = compile_policies(_opts(demo), Store(demo))
+    assert proved == ["onprem"]
+    _same(inc, compile_policies(_opts(demo)))

@@ -1,8 +1,9 @@
-"""The team-scope rules read the fleet and their team only (``compiler.diagnostics.Scope.TEAM``).
+"""The team-scope rules read the fleet and their team only (``compiler.diagnostics.Scope.TEAM``),
+and the fleet-scope rules the fleet file only (``Scope.FLEET``).
 
 That promise is what lets the store keep a team's team-scope findings under its unit's key (the
-fleet's and the team file's bytes: ``compiler.pipeline.run._TeamVerdicts``), so a one-team edit
-runs them for one team. Held here: for every team of the demo, of each golden case and of a
+fleet's and the team file's bytes: ``compiler.pipeline.units.StoredVerdicts``), so a one-team edit
+runs them for one team, and the fleet-scope findings under the fleet file's key. Held here: for every team of the demo, of each golden case and of a
 generated organisation, the team-scope checks give the same findings on the whole policy as on a
 policy of the fleet and that team alone. A check that read another team (or the allocation, which
 every team's budgets shape) would differ for some team of these organisations.
@@ -76,3 +77,40 @@ def test_the_comparison_sees_team_scope_findings(tmp_path: Path) -> None:
     assert vision is not None
     found = " ".join(_team_findings(policy, vision))
     assert "FLEET009" in found and "FLEET011" in found
+
+
+def _fleet_findings(policy: Policy) -> list[str]:
+    return [repr(d) for check in checks_of(Scope.FLEET) for d in check(policy)]
+
+
+def _same_fleet_findings_alone(root: Path, tmp_path: Path) -> list[str]:
+    policy, _ = policy_at(root)
+    assert policy is not None
+    alone = tmp_path / "fleet-alone"
+    shutil.copytree(root / "policies", alone / "policies",
+                    ignore=lambda d, names: [n for n in names if Path(d).name == "teams"])
+    fleet, _ = policy_at(alone)
+    assert fleet is not None and not fleet.teams
+    assert _fleet_findings(fleet) == _fleet_findings(policy)
+    return _fleet_findings(policy)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_fleet_scope_checks_read_the_fleet_only(case: str, tmp_path: Path) -> None:
+    """The fleet-scope findings of the whole policy are those of the fleet file without any team
+    (among them every DeviceClass proof: DRA002-DRA008, ``check_dra_fleet``)."""
+    _same_fleet_findings_alone(_tree(case, tmp_path), tmp_path)
+
+
+def test_the_comparison_sees_fleet_scope_findings(tmp_path: Path) -> None:
+    """Not vacuous: a fleet DeviceClass that matches no device (DRA002) and one named like a driver
+    class (DRA008) are fleet-scope findings, the same with or without the teams."""
+    root = _tree("demo", tmp_path)
+    fleet_yaml = root / "policies" / "fleet.yaml"
+    fleet_yaml.write_text(fleet_yaml.read_text().replace(
+        "      dra: true\n",
+        "      dra: true\n      deviceClasses:\n"
+        "        - {name: nothing-here, class: h100-80gb, selectors: [\"device.attributes['gpu.nvidia.com'].productName"
+        " == 'NVIDIA B300'\"]}\n        - {name: gpu.nvidia.com, class: h100-80gb, selectors: [\"true\"]}\n", 1))
+    found = " ".join(_same_fleet_findings_alone(root, tmp_path))
+    assert "DRA002" in found and "DRA008" in found, found

@@ -56,6 +56,7 @@ from compiler.pipeline.units import (
     FileHomes,
     LazyFiles,
     StoredVerdicts,
+    fleet_input_key,
     team_unit_keys,
 )
 from compiler.pipeline.waivers import expire
@@ -159,6 +160,7 @@ def validated_policy(opts: Options, store: Store | None = None) -> tuple[Policy 
         run.previous = previous_outputs(opts, run.store)
         run.key_all = run.key_of(inputs, diags0)
         run.team_keys = team_unit_keys(run.fp, inputs)
+        run.fleet_key = fleet_input_key(run.fp, inputs)
         return validate_run(run, inputs, diags0)
 
 
@@ -194,6 +196,7 @@ class Run:
         self.fp = ""  # fingerprint of the compiler, the CRDs and the options: part of every key
         self.key_all = ""  # every input: the run's key, and its semantic rules' verdict's
         self.team_keys: dict[str, str] = {}  # team file -> its unit's key (its rules' verdict's too)
+        self.fleet_key: str | None = None  # the fleet file's (its fleet-scope rules' verdict's)
         self.previous: frozenset[str] | None = None  # what the clusters hold before the change (GITOPS302)
         self.timings: dict[str, float] = {}
         self.t = time.perf_counter()
@@ -215,6 +218,7 @@ class Run:
         self.previous = previous_outputs(self.opts, self.store)
         key_all = self.key_all = self.key_of(inputs, diags0)
         self.team_keys = team_unit_keys(self.fp, inputs)
+        self.fleet_key = fleet_input_key(self.fp, inputs)
         stored = None if self.shared is not None or not self.reports else self.store.get("result", key_all)
         if stored is not None:
             self.lap("load")
@@ -227,7 +231,7 @@ class Run:
         self.lap("import")
         rec = compile_run(self, inputs, diags0)
         self.store.used.add(("checks", key_all))  # written by the child that ran the rules, and
-        self.store.used.update(("rules", k) for k in self.team_keys.values())  # its teams' verdicts
+        self.store.used.update(("rules", k) for k in [*self.team_keys.values(), self.fleet_key or ""])  # verdicts
         if self.reports:
             self.store.put("result", key_all, rec.plain())
         result = self.output(rec, "partial" if self.reused else "none")  # reads the last run's digests: first
@@ -254,7 +258,7 @@ class Run:
             return [diag_in(d) for d in stored]
         from compiler.validate import run_checks
 
-        found = run_checks(policy, None if self.store.off else StoredVerdicts(self.store, self.team_keys))
+        found = run_checks(policy, None if self.store.off else StoredVerdicts(self.store, self.team_keys, self.fleet_key))
         self.store.put("checks", self.key_all, [diag_out(d) for d in found])
         return found
 

@@ -28,11 +28,16 @@ def unit_key(fleet: str, path: str, data: bytes) -> str:
 
 def team_unit_keys(fp: str, inputs: list[PolicyInput]) -> dict[str, str]:
     """Each team file's display path -> its unit's key ({} without exactly one fleet file)."""
-    fleet = [i for i in inputs if i.is_fleet and i.data is not None]
-    if len(fleet) != 1:
+    fk = fleet_input_key(fp, inputs)
+    if fk is None:
         return {}
-    fk = fleet_key(fp, fleet[0].shown, fleet[0].data or b"")
     return {i.shown: unit_key(fk, i.shown, i.data) for i in inputs if not i.is_fleet and i.data is not None}
+
+
+def fleet_input_key(fp: str, inputs: list[PolicyInput]) -> str | None:
+    """``fleet_key`` of the one fleet file (None without exactly one)."""
+    fleet = [i for i in inputs if i.is_fleet and i.data is not None]
+    return fleet_key(fp, fleet[0].shown, fleet[0].data or b"") if len(fleet) == 1 else None
 
 
 class CacheEntryMissing(Exception):
@@ -48,14 +53,24 @@ def add_files(digests: dict[str, str], files: Mapping[str, str]) -> None:
 
 
 class StoredVerdicts:
-    """A team's team-scope findings (``compiler.validate.driver.TeamVerdicts``), kept under its
-    unit's key (kind ``rules``): they read the fleet and that team only, like its lowering, so a
-    one-team edit runs the team-scope checks of one team. Written by the process that runs the
-    rules; the run that forked it marks them live (``Run.run``)."""
+    """A team's team-scope findings (``compiler.validate.driver.Verdicts``), kept under its unit's
+    key (kind ``rules``): they read the fleet and that team only, like its lowering, so a one-team
+    edit runs the team-scope checks of one team. The fleet-scope findings are kept under the fleet
+    file's key (``fleet_key``; a team edit proves no DeviceClass again). Written by the process
+    that runs the rules; the run that forked it marks them live (``Run.run``)."""
 
-    def __init__(self, store: Store, keys: dict[str, str]) -> None:
+    def __init__(self, store: Store, keys: dict[str, str], fleet: str | None = None) -> None:
         self.store = store
         self.keys = keys
+        self.fleet_key = fleet
+
+    def fleet(self) -> list[Diagnostic] | None:
+        stored = None if self.fleet_key is None else self.store.get("rules", self.fleet_key)
+        return None if stored is None else [diag_in(d) for d in stored]
+
+    def put_fleet(self, found: list[Diagnostic]) -> None:
+        if self.fleet_key is not None:
+            self.store.put("rules", self.fleet_key, [diag_out(d) for d in found])
 
     def get(self, team: Team) -> list[Diagnostic] | None:
         key = self.keys.get(team.path)

@@ -6,12 +6,11 @@ version, gate and Kueue limits the DRA path depends on. DRA001 (Kubernetes < 1.3
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from compiler.diagnostics import Diagnostic, Location, Rule, Scope, Severity, checks, define
 from compiler.dra.accounting import dra_active, dra_counts, k8s_gate
 from compiler.dra.inventory import Inventory, policy_inventory
-from compiler.dra.proof import ClassMatch, evaluate_class
 from compiler.dra.selectors import DRIVER_CLASSES, class_selector
 from compiler.load.source import YamlPath
 from compiler.model.fleet import Cluster
@@ -22,40 +21,43 @@ from compiler.policy.multikueue_topology import workers_of
 from compiler.policy.versions import kueue_version, version_tuple
 from compiler.validate.cel_types import has_type_errors
 
+if TYPE_CHECKING:
+    from compiler.dra.proof import ClassMatch
+
 NO_MATCH = define(
     "DRA002", "A DeviceClass selector matches at least one device the cluster's pools publish.",
     "selectors: [\"device.attributes['gpu.nvidia.com'].profile == '3g.40gb'\"]   # a100-mig cut all-balanced",
     "selectors: [\"device.attributes['gpu.nvidia.com'].profile == '3g.20gb'\"]   # a 40GB profile; none exist",
-    scope=Scope.POLICY)
+    scope=Scope.FLEET)
 OVERLAP = define(
     "DRA003", "A DeviceClass matches only devices of its own GPU class (never another class's devices).",
     "{name: h100-sxm, class: h100-80gb, selectors: [\"...productName == 'NVIDIA H100 80GB HBM3'\"]}",
     "{name: big-gpus, class: h100-80gb, selectors: [\"...memory.compareTo(quantity('40Gi')) > 0\"]}  # H200 too",
-    scope=Scope.POLICY)
+    scope=Scope.FLEET)
 MIG_PARENT = define(
     "DRA004", "A full-GPU DeviceClass does not reach GPUs cut into MIG, which some driver releases list "
     "whole beside their slices (dra-driver-nvidia-gpu#719).",
     "# h100-80gb full pool, a100-80gb MIG pool: different products",
-    "# a100-80gb full pool and a100-80gb MIG pool on one DRA cluster", Severity.WARNING, scope=Scope.POLICY)
+    "# a100-80gb full pool and a100-80gb MIG pool on one DRA cluster", Severity.WARNING, scope=Scope.FLEET)
 BAD_CEL = define(
     "DRA005", "Every DeviceClass selector is a CEL expression that compiles and returns a bool.",
     "- \"device.attributes['gpu.nvidia.com'].type == 'gpu'\"",
-    "- \"device.attributes['gpu.nvidia.com'].type = 'gpu'\"", scope=Scope.POLICY)
+    "- \"device.attributes['gpu.nvidia.com'].type = 'gpu'\"", scope=Scope.FLEET)
 RUNTIME = define(
     "DRA006", "A selector evaluates without error on every published device (an error aborts the "
     "allocation): guard reads of attributes some devices lack.",
     "- \"device.attributes['gpu.nvidia.com'].type == 'mig' && device.attributes['gpu.nvidia.com'].profile == '1g.10gb'\"",
-    "- \"device.attributes['gpu.nvidia.com'].profile == '1g.10gb'\"   # full GPUs have no profile", scope=Scope.POLICY)
+    "- \"device.attributes['gpu.nvidia.com'].profile == '1g.10gb'\"   # full GPUs have no profile", scope=Scope.FLEET)
 UNPROVEN = define(
     "DRA007", "A selector depends only on what the fleet file fixes (model, cut, driver), not on serials, "
     "PCI addresses or the board variant.",
     "- \"device.attributes['gpu.nvidia.com'].productName in ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 PCIe']\"",
-    "- \"device.attributes['gpu.nvidia.com'].uuid == 'GPU-2fa8...'\"", Severity.WARNING, scope=Scope.POLICY)
+    "- \"device.attributes['gpu.nvidia.com'].uuid == 'GPU-2fa8...'\"", Severity.WARNING, scope=Scope.FLEET)
 CUSTOM = define(
     "DRA008", "A fleet DeviceClass has its own name and counts against a GPU class of its DRA cluster that "
     "Kueue can queue.",
     "deviceClasses:\n- {name: h100-sxm, class: h100-80gb, selectors: [...]}",
-    "deviceClasses:\n- {name: gpu.nvidia.com, class: h100-81gb, selectors: [...]}", scope=Scope.POLICY)
+    "deviceClasses:\n- {name: gpu.nvidia.com, class: h100-81gb, selectors: [...]}", scope=Scope.FLEET)
 KUEUE_LIMITS = define(
     "DRA010", "Kueue accepts at most 16 deviceClassMappings with at most 8 DeviceClasses each.",
     "# 5 queued GPU classes on the cluster", "# 17 queued GPU classes on one DRA cluster", scope=Scope.POLICY)
@@ -63,15 +65,15 @@ SHARED_CUT = define(
     "DRA011", "Time-slicing and MPS cuts are not lowered to DRA (claims share a whole device; Kueue would "
     "count the claim, not the replicas).",
     "cut: {mode: mig, layout: all-1g.10gb}   # dra: true",
-    "cut: {mode: timeslicing, replicas: 4}   # dra: true", Severity.WARNING, scope=Scope.POLICY)
+    "cut: {mode: timeslicing, replicas: 4}   # dra: true", Severity.WARNING, scope=Scope.FLEET)
 DYNAMIC_MIG = define(
     "DRA012", "The DRA driver's DynamicMIG gate is not combined with static MIG layouts (it destroys "
     "partitions it did not create) and has DRAPartitionableDevices below Kubernetes 1.36.",
     "featureGates: {draDriver: {DynamicMIG: false}}   # pools cut with mode: mig",
-    "featureGates: {draDriver: {DynamicMIG: true}}    # pools cut with mode: mig", scope=Scope.POLICY)
+    "featureGates: {draDriver: {DynamicMIG: true}}    # pools cut with mode: mig", scope=Scope.FLEET)
 KUEUE_VERSION = define(
     "DRA013", "A DRA cluster runs Kueue v0.18 or newer (DRA quota on by default, resource.k8s.io/v1).",
-    "versions: {kueue: v0.19.2}", "versions: {kueue: v0.14.0}   # dra: true", scope=Scope.POLICY)
+    "versions: {kueue: v0.19.2}", "versions: {kueue: v0.14.0}   # dra: true", scope=Scope.FLEET)
 
 UNDISPATCHABLE = define(
     "DRA014", "Every ResourceClaimTemplate a MultiKueue manager holds for a team also exists on one of its "
@@ -89,14 +91,16 @@ RULES: tuple[Rule, ...] = (
 KUEUE_MAX_MAPPINGS, KUEUE_MAX_CLASSES = 16, 8
 
 
-@checks(*RULES)  # not split: one pass per cluster, whose DeviceClass proofs several rules share
-def check_dra(policy: Policy) -> Iterator[Diagnostic]:
+@checks(NO_MATCH, OVERLAP, MIG_PARENT, BAD_CEL, RUNTIME, UNPROVEN, CUSTOM, SHARED_CUT, DYNAMIC_MIG, KUEUE_VERSION)
+def check_dra_fleet(policy: Policy) -> Iterator[Diagnostic]:
+    """What the fleet file alone decides: versions and gates, the fleet's DeviceClasses, and every
+    DeviceClass proven against the devices the cluster's pools publish (one pass per cluster,
+    whose proofs several rules share). Fleet scope: a store keeps the verdict by the fleet's bytes,
+    so a team's edit does not prove the classes again (``compiler.validate.driver.run_checks``)."""
     for ci, c in enumerate(policy.fleet.spec.clusters):
         base: YamlPath = ("spec", "clusters", ci)
         if not dra_active(c) and dra_counts(c):  # a MultiKueue manager of DRA workers: it only counts
             yield from _versions(policy, c, base)
-            yield from _lowered(policy, c, base)
-            yield from _dispatchable(policy, c)
             continue
         if not dra_active(c):
             if c.device_classes:
@@ -111,7 +115,19 @@ def check_dra(policy: Policy) -> Iterator[Diagnostic]:
             bad.add(d.path)
             yield d
         yield from _prove(policy, c, base, bad)
-        yield from _lowered(policy, c, base)
+
+
+@checks(KUEUE_LIMITS, UNDISPATCHABLE)
+def check_dra_policy(policy: Policy) -> Iterator[Diagnostic]:
+    """What the teams' budgets shape: Kueue's limits on the mappings, and templates a MultiKueue
+    manager holds that no worker has."""
+    for ci, c in enumerate(policy.fleet.spec.clusters):
+        base: YamlPath = ("spec", "clusters", ci)
+        if not dra_active(c) and dra_counts(c):
+            yield from _lowered(policy, c, base)
+            yield from _dispatchable(policy, c)
+        elif dra_active(c):
+            yield from _lowered(policy, c, base)
 
 
 def _loc(policy: Policy, path: YamlPath) -> Location:
@@ -170,6 +186,8 @@ def _custom_refs(policy: Policy, c: Cluster, base: YamlPath) -> Iterator[Diagnos
 
 
 def _prove(policy: Policy, c: Cluster, base: YamlPath, bad: set[str | None]) -> Iterator[Diagnostic]:
+    from compiler.dra.proof import evaluate_class  # the CEL engine: only when the verdict is not stored
+
     inventory = policy_inventory(policy, c.name)
     classes = policy.classes.get(c.name, {})
     pool_index = {p.name: i for i, p in enumerate(c.pools)}

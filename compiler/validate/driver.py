@@ -69,20 +69,28 @@ def checks_of(scope: Scope, rules: tuple[Rule, ...] = RULES) -> list[Check]:
     return list(dict.fromkeys(r.check for r in rules if r.scope is scope and r.check is not None))
 
 
-class TeamVerdicts(Protocol):
-    """Where a team's team-scope findings may come from instead of its checks: they read the fleet
-    and that team only (``Scope.TEAM``; ``tests/test_rule_scopes.py`` holds them to it), so a store
-    keys them like the team's lowering unit (``compiler.pipeline.run.Run.semantic``)."""
+class Verdicts(Protocol):
+    """Where findings may come from instead of their checks. A team's team-scope findings read the
+    fleet and that team only (``Scope.TEAM``), so a store keys them like the team's lowering unit;
+    the fleet-scope findings read the fleet file only (``Scope.FLEET``), so a store keys them by
+    its bytes (``compiler.pipeline.units.StoredVerdicts``; ``tests/test_rule_scopes.py`` holds both
+    scopes to what they read)."""
 
     def get(self, team: Team) -> list[Diagnostic] | None: ...
 
     def put(self, team: Team, found: list[Diagnostic]) -> None: ...
 
+    def fleet(self) -> list[Diagnostic] | None: ...
 
-def run_checks(policy: Policy, verdicts: TeamVerdicts | None = None) -> list[Diagnostic]:
-    out: list[Diagnostic] = []
-    for check in checks_of(Scope.FLEET):
-        out.extend(check(policy))
+    def put_fleet(self, found: list[Diagnostic]) -> None: ...
+
+
+def run_checks(policy: Policy, verdicts: Verdicts | None = None) -> list[Diagnostic]:
+    out = None if verdicts is None else verdicts.fleet()
+    if out is None:
+        out = [d for check in checks_of(Scope.FLEET) for d in check(policy)]
+        if verdicts is not None:
+            verdicts.put_fleet(out)
     team_checks = checks_of(Scope.TEAM)
     for team in policy.teams:
         found = None if verdicts is None else verdicts.get(team)
