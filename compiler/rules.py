@@ -14,6 +14,7 @@ from __future__ import annotations
 from compiler.cli import stale
 from compiler.diagnostics import AREAS, Rule, Scope
 from compiler.load import files, secrets, source
+from compiler.report import codeowners
 from compiler.validate import driver, mig, schema, waivers
 from compiler.verify import dra_claims, embedded_cel, kueue_config, kueue_webhook
 from compiler.verify import ops as ops_rules
@@ -38,6 +39,7 @@ RULES: tuple[Rule, ...] = (
     *verify_run.RULES,
     *ops_rules.RULES,  # OPS over the rendered fleet (those over the policy come with driver.RULES)
     *stale.RULES,  # GITOPS490: `check` finds generated files stale
+    *codeowners.RULES,  # GITOPS403: CODEOWNERS over GitHub's size limit
 )
 
 

@@ -385,3 +385,29 @@ def test_no_credentials_in_rendered_output() -> None:
                     assert find_secret(line) is None, (p, line[:80])
                 scanned += 1
     assert scanned > 100
+
+
+def test_codeowners_over_githubs_limit_is_a_located_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GITOPS403: GitHub ignores a CODEOWNERS of 3 MB or more, and with it every team's required
+    review. The demo's file is far under the limit; with the limit set below its size the build
+    warns on the platform's owners in fleet.yaml, naming the size and the limit, and still writes
+    the file (a warning: the rest of the output is right)."""
+    import compiler.report.codeowners as codeowners
+    from compiler.pipeline.options import Options
+    from compiler.pipeline.run import compile_policies
+
+    shutil.copytree(REPO / "policies", tmp_path / "policies")
+    opts = Options(root=tmp_path, policy_dir=tmp_path / "policies", out_dir=tmp_path / "out", verify=False)
+    res = compile_policies(opts)
+    size = len(res.repo_files[".github/CODEOWNERS"])
+    assert res.ok and "GITOPS403" not in [d.code for d in res.diagnostics] and size < codeowners.GITHUB_MAX_BYTES
+    monkeypatch.setattr(codeowners, "GITHUB_MAX_BYTES", size)
+    res = compile_policies(opts)
+    [d] = [d for d in res.diagnostics if d.code == "GITOPS403"]
+    assert d.severity.value == "warning" and res.ok
+    assert d.location is not None and d.location.file == "policies/fleet.yaml"
+    assert d.location.line == _line(tmp_path / "policies" / "fleet.yaml", "owners:")
+    assert f"{size:,} bytes" in d.message and f"limit of {size:,}" in d.message and "5 teams" in d.message
+    assert d.hint and "repository" in d.hint
+    monkeypatch.setattr(codeowners, "GITHUB_MAX_BYTES", size + 1)
+    assert "GITOPS403" not in [d.code for d in compile_policies(opts).diagnostics]

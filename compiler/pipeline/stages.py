@@ -40,7 +40,7 @@ from compiler.pipeline.run import PolicyInput, Run
 from compiler.pipeline.units import fleet_key, unit_key
 from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import check_manifests
-from compiler.report.codeowners import OwnedPart, owned_part, render_codeowners
+from compiler.report.codeowners import OwnedPart, check_size, owned_part, render_codeowners
 from compiler.report.gitops import argocd_reports
 from compiler.report.policy_report import policy_reports
 from compiler.validate.relations import check_output_path
@@ -56,15 +56,22 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
         policy, diags = assemble(run, inputs, diags0)
         if policy is None:
             return RunRecord.failure(diags)
-        # The policy-scope unit runs in another process while this one lowers: the semantic rules,
-        # then REPORT.md and allocation.json (after a one-team edit at 1,000 teams ~0.2 s each, and
-        # this process's share ~1 s: one child, not two, copies the parent's pages once; a full
-        # build's child has ~5 s of slack). The rules' errors stop the build before anything is
-        # emitted; lowering a policy they reject may fail, so failures wait for their verdict, and
-        # the reports are used only when the rules pass.
-        unit = in_child(policy_unit, policy, run)
-        checks, reports = Pending(lambda: unit()[0]), Pending(lambda: unit()[1])
-        run.children.append(unit)
+        # The policy-scope unit runs in other processes while this one lowers: the semantic rules,
+        # and REPORT.md with allocation.json. With a store, one after the other in one child
+        # (after a one-team edit at 1,000 teams ~0.2 s each, this process's share ~1 s: one child
+        # copies the parent's pages once, not twice). Without one (a full build), in a child each:
+        # one child holding the rules' memory while it renders the reports was the peak of a
+        # 10,000-team build (+60 MiB, bench/README.md). The rules' errors stop the build before
+        # anything is emitted; lowering a policy they reject may fail, so failures wait for their
+        # verdict, and the reports are used only when the rules pass.
+        if run.store.off:
+            checks = in_child(semantic_rules, policy, run)
+            reports = in_child(reports_or_none, policy) if run.reports else Pending(lambda: None)
+            run.children += [checks, reports]
+        else:
+            unit = in_child(policy_unit, policy, run)
+            checks, reports = Pending(lambda: unit()[0]), Pending(lambda: unit()[1])
+            run.children.append(unit)
         run.lap("validate")
         try:
             return lower_verify_emit(run, policy, {i.shown: i.data or b"" for i in inputs}, diags, checks, reports)
@@ -189,6 +196,8 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
         return RunRecord.failure(base + checked)
     diags += checked
     run.lap("validate")
+    if run.reports:  # GITOPS403: the file as GitHub would load it, or not
+        diags += check_size(policy, owners())
     diags = apply_waivers(policy, diags, inventory, final=True, verified=opts.verify)  # every finding is in
     if opts.verify and has_errors(diags, strict=opts.strict):
         return RunRecord.failure(diags, stats_sum(stats))
@@ -250,7 +259,9 @@ def new_unit(run: Run, key: str, team_path: str, flat: list[Manifest], inventory
         parts: list[StatsRecord] = []
         diags = verify_objects(run, flat, files, parts, team_table(run, team_path))
         stats = stats_total(parts)
-    rec = UnitRecord(inventory.to_record(), [diag_out(d) for d in diags], stats, runtime)
+    # the inventory's record only to store it: without a store it would be a second copy of the
+    # unit's rows (marshalled) beside the merged inventory's, ~70 MB at 10,000 teams
+    rec = UnitRecord(() if run.store.off else inventory.to_record(), [diag_out(d) for d in diags], stats, runtime)
     run.store.put("unit", key, rec.plain())
     run.unit_lowered(key, flat)
     digests = run.files[key] = {rel: content_digest(data) for rel, data in files.items()}

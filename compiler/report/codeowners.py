@@ -32,10 +32,37 @@ from collections import defaultdict
 from sys import intern
 from typing import Iterable, Mapping
 
+from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, define
 from compiler.escape import codeowners_path
 from compiler.model.inventory import FileRow, Inventory
 from compiler.policy.cohorts import spare_cohort_files
 from compiler.policy.graph import Policy, Team
+
+# GitHub loads a CODEOWNERS file only under 3 MB ("CODEOWNERS file size", docs.github.com: About code
+# owners); over it no code owner is requested or required. Taken as 3,000,000 bytes, the smaller reading.
+GITHUB_MAX_BYTES = 3_000_000
+TOO_LARGE = define(
+    "GITOPS403", "The rendered CODEOWNERS is under GitHub's 3 MB limit: over it GitHub does not load the file, "
+    "so no team's review is requested or required (the trust boundary between teams is gone).",
+    "# 250 teams on 20 clusters: CODEOWNERS 2.0 MB", "# 1,000 teams on 20 clusters: CODEOWNERS 8.1 MB",
+    Severity.WARNING, scope=Scope.OUTPUT)
+RULES: tuple[Rule, ...] = (TOO_LARGE,)
+
+
+def check_size(policy: Policy, rendered: bytes, limit: int | None = None) -> list[Diagnostic]:
+    """GITOPS403, emitted by the pipeline once CODEOWNERS is rendered. Located on the platform's
+    owners, whose team reviews the repository without it."""
+    limit = GITHUB_MAX_BYTES if limit is None else limit
+    if len(rendered) < limit:
+        return []
+    lines = rendered.count(b"\n")
+    return [TOO_LARGE.diag(
+        f".github/CODEOWNERS is {len(rendered):,} bytes ({lines:,} lines for {len(policy.teams):,} "
+        f"teams), over GitHub's limit of {limit:,}: GitHub ignores the whole file, so no code owner review is "
+        "requested or required", policy.fleet_src.locate(("spec", "platform", "owners")),
+        hint="the file has a line per team, cluster, namespace and kind of object: until gpupolicy writes it more "
+        "compactly, keep an organisation's policies under the limit (one repository per region or business unit)")]
+
 
 # Shared generated files (relative to out/, or to the repository root with a leading "/").
 SUMMARIES = ("REPORT.md", "allocation.json")
