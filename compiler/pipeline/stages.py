@@ -123,45 +123,13 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
     # output-scope passes over the merged inventory
     fresh: list[Manifest] = [m for c in clusters for m in lower_cluster(policy, c)]
     inventory = Inventory.of(fresh)
-    # CODEOWNERS and the OPS model: the fleet-scope files' parts now, each team unit's stored with
-    # it. Without a store CODEOWNERS reads the merged inventory in its child, off the critical path.
     keep = not run.store.off
-    runtime_parts: list[FileFacts] = [file_facts(inventory.files)]
-    units: list[tuple[str, UnitRecord]] = []
     if opts.verify:
         run.verifier = Verifier(policy, opts.crds, strict=opts.strict)
         if run.verifier.registry is not None:
             run.verifier.registry.remember(None if run.store.off else ParsedCrds(run.store))
-    fleet = fleet_key(run.fp, policy.fleet_src.path, raw[policy.fleet_src.path])  # hashed once
-    keys = [(team, unit_key(fleet, team.path, raw[team.path])) for team in policy.teams]
     shown_policies, shown_out = display_path(opts.policy_dir, opts.root), display_path(opts.out_dir, opts.root)
-    owners = Pending(bytes)  # diff compares out/ only
-    computed: dict[str, tuple[UnitRecord, Inventory]] = {}
-    if keep and run.reports:
-        # The units missing from the store first, then CODEOWNERS starts in a child that reads the
-        # other units' parts itself (compiler.pipeline.owners) while this process reads their records.
-        known: dict[str, OwnedPart] = {}
-        present = run.store.keys("unit")
-        for team, key in keys:
-            if run.shared is None and key not in present:
-                computed[key] = compute_unit(run, policy, team, key, clusters, known)
-        owners = in_child(codeowners_of, run.store, policy, owned_part(inventory.files, {t.path: t.name for t in policy.teams}),
-                          known, keys, shown_policies, shown_out)
-        run.children.append(owners)
-    for team, key in keys:
-        got = computed.pop(key, None)
-        stored = None if got is not None else run.stored_unit(key)
-        if stored is not None:
-            rec = UnitRecord.of(stored)
-            run.reused += 1
-            run.store.used.update({("files", key), ("blob", key), ("outline", key), ("rules", key), ("owners", key),
-                                   ("ownsec", key), ("verified", team_table(run, team.path))})  # live, not read here
-            inventory.merge(Inventory.from_record(rec.inventory))
-        else:
-            rec, team_inventory = got or compute_unit(run, policy, team, key, clusters, None)
-            inventory.merge(team_inventory)
-        units.append((key, rec))
-        runtime_parts.append(rec.runtime)
+    units, runtime_parts, owners = team_units(run, policy, raw, inventory, shown_policies, shown_out)
     argocd = lower_delivery(policy, inventory)
     fresh += argocd
     run.policy = policy
@@ -221,6 +189,46 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
         hold(units, inventory, runtime_parts)
     return RunRecord([diag_out(d) for d in diags], False, [u[0] for u in units], inline_digests, glob, repo_digests,
                      inventory.count, stats_sum(stats) if opts.verify else {})
+
+
+def team_units(run: Run, policy: Policy, raw: dict[str, bytes], inventory: Inventory, shown_policies: str,
+               shown_out: str) -> tuple[list[tuple[str, UnitRecord]], list[FileFacts], Pending]:
+    """Every team unit, computed or from the store, merged into ``inventory`` in the teams' order,
+    with the OPS model's parts (the fleet-scope files' first) and, with a store, CODEOWNERS started
+    in a child (without one it reads the merged inventory, started by the caller)."""
+    clusters = sorted(policy.clusters)
+    runtime_parts: list[FileFacts] = [file_facts(inventory.files)]
+    units: list[tuple[str, UnitRecord]] = []
+    fleet = fleet_key(run.fp, policy.fleet_src.path, raw[policy.fleet_src.path])  # hashed once
+    keys = [(team, unit_key(fleet, team.path, raw[team.path])) for team in policy.teams]
+    owners = Pending(bytes)  # diff compares out/ only
+    computed: dict[str, tuple[UnitRecord, Inventory]] = {}
+    if not run.store.off and run.reports:
+        # The units missing from the store first, then CODEOWNERS starts in a child that reads the
+        # other units' parts itself (compiler.pipeline.owners) while this process reads their records.
+        known: dict[str, OwnedPart] = {}
+        present = run.store.keys("unit")
+        for team, key in keys:
+            if run.shared is None and key not in present:
+                computed[key] = compute_unit(run, policy, team, key, clusters, known)
+        fleet_part = owned_part(inventory.files, {t.path: t.name for t in policy.teams})
+        owners = in_child(codeowners_of, run.store, policy, fleet_part, known, keys, shown_policies, shown_out)
+        run.children.append(owners)
+    for team, key in keys:
+        got = computed.pop(key, None)
+        stored = None if got is not None else run.stored_unit(key)
+        if stored is not None:
+            rec = UnitRecord.of(stored)
+            run.reused += 1
+            run.store.used.update({("files", key), ("blob", key), ("outline", key), ("rules", key), ("owners", key),
+                                   ("ownsec", key), ("verified", team_table(run, team.path))})  # live, not read here
+            inventory.merge(Inventory.from_record(rec.inventory))
+        else:
+            rec, team_inventory = got or compute_unit(run, policy, team, key, clusters, None)
+            inventory.merge(team_inventory)
+        units.append((key, rec))
+        runtime_parts.append(rec.runtime)
+    return units, runtime_parts, owners
 
 
 def compute_unit(run: Run, policy: Policy, team: Team, key: str, clusters: list[str],
