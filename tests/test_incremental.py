@@ -789,3 +789,65 @@ def test_fleet_scope_verdict_is_kept_by_the_fleet_file(demo: Path, monkeypatch: 
     inc = compile_policies(_opts(demo), Store(demo))
     assert proved == ["onprem"]
     _same(inc, compile_policies(_opts(demo)))
+
+
+def test_a_sequence_of_edits_stays_the_uncached_result(tmp_path: Path, crds_dir: Path,
+                                                       monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    """A generated organisation through a seeded sequence of edits (a guarantee lowered, a
+    namespace renamed, a team added, that team removed), each followed by ``check`` then ``build``
+    in this process, the store carried along: after each edit the stored run equals the uncached
+    one (CODEOWNERS from kept sections among it) and ``check`` lists what ``check --no-cache``
+    lists (the comparison since the last build among it)."""
+    import random
+
+    import yaml
+
+    from bench.generate import generate
+    from compiler.cli.main import main
+
+    root = tmp_path / "org"
+    generate(24, 4, root, seed=3)
+    monkeypatch.setenv("GPUPOLICY_CRDS", str(crds_dir))
+    assert main(["build", "--root", str(root)]) == 0
+    teams = root / "policies" / "teams"
+    rng = random.Random(5)
+    added: list[Path] = []
+
+    def stale(*extra: str) -> tuple[int, list[str]]:
+        capsys.readouterr()
+        code = main(["check", "--root", str(root), *extra])
+        return code, sorted(line for line in capsys.readouterr().err.splitlines() if line.startswith("stale:"))
+
+    compared = 0
+    for step in range(8):
+        path = rng.choice(sorted(p for p in teams.glob("*.yaml") if p not in added))
+        team = yaml.safe_load(path.read_text())
+        name = team["metadata"]["name"]
+        if step % 4 == 0:  # a guarantee lowered
+            for budget in team["spec"].get("budgets", []):
+                if budget.get("guaranteed", 0) >= 2 and "lend" not in budget:
+                    budget["guaranteed"] -= 1
+                    break
+            path.write_text(yaml.safe_dump(team, sort_keys=False))
+        elif step % 4 == 1:  # a namespace renamed, with what names it
+            old = team["spec"]["namespaces"][0]["name"]
+            path.write_text(path.read_text().replace(f" {old}\n", f" {old}-x\n"))
+        elif step % 4 == 2:  # a team added: a copy under another name, with no budget (no capacity taken)
+            spec = team["spec"]
+            spec.pop("budgets", None)
+            spec.pop("serving", None)
+            text = yaml.safe_dump(team, sort_keys=False).replace(name, f"{name}-new")
+            added.append(teams / f"{name}-new.yaml")
+            added[-1].write_text(text)
+        else:  # that team removed
+            added.pop().unlink()
+        inc = compile_policies(_opts(root), Store(root))
+        _same(inc, compile_policies(_opts(root)))
+        assert inc.ok, (step, [str(d) for d in inc.diagnostics if d.severity.value == "error"][:3])
+        got = stale()
+        assert got == stale("--no-cache") and got[0] == 1 and got[1], (step, got)
+        compared += 1
+        assert main(["build", "--root", str(root)]) == 0
+        assert stale() == (0, [])
+    assert compared == 8
