@@ -97,8 +97,8 @@ def test_record_tree_trusts_what_was_written(tmp_path: Path, monkeypatch: pytest
     write_tree(out, FILES)
     written = {rel: content_digest(data) for rel, data in FILES.items()}
     _no_reads(monkeypatch)
-    state = record_tree(out, written)
-    assert scan_tree(out, _settled(state)) == (written, None)
+    state, exact = record_tree(out, written)
+    assert exact and scan_tree(out, _settled(state)) == (written, None)
 
 
 def test_record_tree_reads_what_it_did_not_write(tmp_path: Path) -> None:
@@ -106,7 +106,8 @@ def test_record_tree_reads_what_it_did_not_write(tmp_path: Path) -> None:
     write_tree(out, FILES)
     (out / "a/x.yaml").write_bytes(b"edited after the write\n")
     written = {rel: content_digest(data) for rel, data in FILES.items() if rel != "a/x.yaml"}
-    state = record_tree(out, written)
+    state, exact = record_tree(out, written)
+    assert not exact
     digests, _ = scan_tree(out, _settled(state))
     assert digests == _truth(out) and digests["a/x.yaml"] == content_digest(b"edited after the write\n")
 
@@ -177,7 +178,7 @@ def test_the_scan_after_a_recorded_write_reads_nothing(tmp_path: Path, monkeypat
     out = tmp_path / "out"
     write_tree(out, FILES)
     digests = {rel: content_digest(data) for rel, data in FILES.items()}
-    state = record_tree(out, digests)
+    state, _ = record_tree(out, digests)
     with monkeypatch.context() as m:
         _no_reads(m)
         found, new = scan_tree(out, state)
@@ -193,7 +194,8 @@ def test_the_scan_after_a_recorded_write_reads_nothing(tmp_path: Path, monkeypat
         real_sleep(seconds)
 
     monkeypatch.setattr(store.time, "sleep", edit_meanwhile)
-    state = record_tree(out, changed)
+    state, exact = record_tree(out, changed)
     monkeypatch.undo()
+    assert not exact
     found, _ = scan_tree(out, state)
     assert found == _truth(out) and found["b/z.yaml"] == content_digest(b"7\n")

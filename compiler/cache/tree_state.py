@@ -143,7 +143,7 @@ def scan_tree(root: Path, known: dict[str, Any] | None) -> tuple[dict[str, str],
     return walk.digests, walk.state(at)
 
 
-def record_tree(root: Path, written: dict[str, str], run: Any = None) -> dict[str, Any]:
+def record_tree(root: Path, written: dict[str, str]) -> tuple[dict[str, Any], bool]:
     """The state (as ``scan_tree``) of a tree this process just wrote: stat each file and trust
     the digest it was written with, unless the file changed after the write (its ctime; file
     times come from the kernel's coarse clock, so a change within one tick of the write's end may
@@ -154,16 +154,13 @@ def record_tree(root: Path, written: dict[str, str], run: Any = None) -> dict[st
     not have ticked since). Waiting 0.1 s here saves the ``check`` after a build re-reading the
     last-written files (~0.25 s at 1,000 teams: bench/README.md).
 
-    ``run`` names what was written (``compiler.cli.out_tree``); it is kept in the state only when
-    the tree holds exactly ``written``, so a later scan that finds the state unchanged knows the
-    tree is that run's output without listing its digests (``scan_tree``'s callers)."""
+    Also returns whether the tree holds exactly ``written`` (no file changed since, none besides):
+    then a later scan that finds the state unchanged knows the tree is the writer's output without
+    listing its digests (``compiler.cli.out_tree``)."""
     written_by = time.time_ns()
     time.sleep(RACY_NS / 1e9)
     at = time.time_ns()
     walk = _Walk(None, written, written_by)
     if root.is_dir():
         walk.walk(str(root), "")
-    state = walk.state(at)
-    if run is not None and walk.digests == written:
-        state["written"] = run
-    return state
+    return walk.state(at), walk.digests == written

@@ -9,7 +9,7 @@ rather than a read; files whose stat changed, or whose mtime is too recent to tr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, cast
 
 from compiler.cache.forked import in_child
 from compiler.cache.records import RunRecord
@@ -28,14 +28,19 @@ def _state_key(out_dir: Path) -> str:
 
 def _scan(out_dir: Path, store: Store | None, summary: bool) -> dict[str, str] | tuple[str, Any]:
     """Digests of the tree; the new state goes straight to the cache (it is large). ``summary``:
-    a tree unchanged since a build recorded it as that build's output is answered as
-    ``("written", what the build wrote)``, without its 82,000 digests (``stale``)."""
-    known = store.get("outstate", _state_key(out_dir)) if store is not None else None
+    a tree unchanged since a build recorded it as that build's output (kind ``written``, beside
+    the state it holds for) is answered as ``("written", what the build wrote)``, without its
+    82,000 digests (``stale``)."""
+    key = _state_key(out_dir)
+    known = store.get("outstate", key) if store is not None else None
     digests, state = scan_tree(out_dir, known)
     if store is not None and state is not None:
-        store.put("outstate", _state_key(out_dir), state)
-    if summary and state is None and known is not None and "written" in known:
-        return "written", known["written"]
+        store.put("outstate", key, state)
+        store.discard("written", key)  # the tree is no longer known to be a build's output
+    elif summary and store is not None and known is not None:
+        written = store.get("written", key)
+        if written is not None:
+            return "written", written
     return digests
 
 
@@ -70,7 +75,7 @@ def stale(scan: TreeScan, root: Path, shown_out: str, out: Result, store: Store 
             changes, n = since
             found = [(status, f"{shown_out}/{rel}") for rel, status in changes]
     if found is None:
-        current = got if isinstance(got, dict) else scan_tree(scan.out_dir, None)[0]
+        current = scan.result()
         expected = out.out_digests or out.all_digests()
         if expected is None:
             raise CacheEntryMissing("digests")
@@ -110,10 +115,9 @@ def _since(written: Any, out: Result, store: Store) -> tuple[list[tuple[str, str
     before, now = RunRecord.of(prev), out.record
     old: dict[str, str] = {}
     new: dict[str, str] = {}
-    for units, other, into, files_of in ((before.units, now.units, old, _stored_files(store)),
-                                         (now.units, before.units, new, out.unit_files)):
+    for units, other, into in ((before.units, now.units, old), (now.units, before.units, new)):
         for unit in set(units) - set(other):
-            files = files_of(unit)
+            files = out.unit_files(unit)  # this run's, or the store's (kind ``files``)
             if files is None:
                 return None
             into.update(files)
@@ -124,26 +128,22 @@ def _since(written: Any, out: Result, store: Store) -> tuple[list[tuple[str, str
     return differ, n_before - len(old) + len(new)
 
 
-def _stored_files(store: Store) -> Callable[[str], dict[str, str] | None]:
-    def get(unit: str) -> dict[str, str] | None:
-        files = store.get("files", unit)
-        return files if isinstance(files, dict) else None
-
-    return get
-
-
 def write(scan: TreeScan, root: Path, out: Result, store: Store | None) -> bool:
     """Write ``out/`` (atomically, hard-linking unchanged files) and the repository files."""
     out_dir = scan.out_dir
     current = scan.result()
     changed = write_tree(out_dir, out.out_files, digests=out.out_digests, current=current)
-    tag = (out.key, len(out.out_digests))  # what the tree now is: this run's output (``stale``)
-    if store is not None and changed:
-        store.put("outstate", _state_key(out_dir), record_tree(out_dir, out.out_digests, tag))
-    elif store is not None and current == out.out_digests:  # as scanned, already this run's output
-        state = store.get("outstate", _state_key(out_dir))
-        if isinstance(state, dict) and state.get("written") != tag:
-            store.put("outstate", _state_key(out_dir), {**state, "written": tag})
+    if store is not None:
+        key = _state_key(out_dir)
+        tag = (out.key, len(out.out_digests))  # what the tree now is: this run's output (``stale``)
+        exact = current == out.out_digests  # as scanned, already this run's output
+        if changed:
+            state, exact = record_tree(out_dir, out.out_digests)
+            store.put("outstate", key, state)
+        if not exact:
+            store.discard("written", key)
+        elif changed or store.get("written", key) != tag:
+            store.put("written", key, tag)
     for rel, data in sorted(out.repo_files.items()):
         changed |= write_file_atomic(inside(root, rel), data)
     return changed
