@@ -37,7 +37,6 @@ from compiler.pipeline.front import assemble
 from compiler.pipeline.lifetime import hold
 from compiler.pipeline.owners import codeowners_of, unit_owners
 from compiler.pipeline.run import PolicyInput, Run
-from compiler.pipeline.units import fleet_key, unit_key
 from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import check_manifests
 from compiler.report.codeowners import OwnedPart, check_size, owned_part, render_codeowners
@@ -74,7 +73,7 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
             run.children.append(unit)
         run.lap("validate")
         try:
-            return lower_verify_emit(run, policy, {i.shown: i.data or b"" for i in inputs}, diags, checks, reports)
+            return lower_verify_emit(run, policy, diags, checks, reports)
         except Exception:
             found = [diag_in(d) for d in checks()]
             if has_errors(found):
@@ -114,7 +113,7 @@ def reports_or_none(policy: Policy) -> dict[str, bytes] | None:
 # -- lower, verify, emit, report ------------------------------------------------------------
 
 
-def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: list[Diagnostic],
+def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
                       checks: Pending, reports: Pending) -> RunRecord:
     opts = run.opts
     base = list(diags)  # load and schema diagnostics
@@ -129,7 +128,7 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
         if run.verifier.registry is not None:
             run.verifier.registry.remember(None if run.store.off else ParsedCrds(run.store))
     shown_policies, shown_out = display_path(opts.policy_dir, opts.root), display_path(opts.out_dir, opts.root)
-    units, runtime_parts, owners = team_units(run, policy, raw, inventory, shown_policies, shown_out)
+    units, runtime_parts, owners = team_units(run, policy, inventory, shown_policies, shown_out)
     argocd = lower_delivery(policy, inventory)
     fresh += argocd
     run.policy = policy
@@ -191,7 +190,7 @@ def lower_verify_emit(run: Run, policy: Policy, raw: dict[str, bytes], diags: li
                      inventory.count, stats_sum(stats) if opts.verify else {})
 
 
-def team_units(run: Run, policy: Policy, raw: dict[str, bytes], inventory: Inventory, shown_policies: str,
+def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: str,
                shown_out: str) -> tuple[list[tuple[str, UnitRecord]], list[FileFacts], Pending]:
     """Every team unit, computed or from the store, merged into ``inventory`` in the teams' order,
     with the OPS model's parts (the fleet-scope files' first) and, with a store, CODEOWNERS started
@@ -199,8 +198,7 @@ def team_units(run: Run, policy: Policy, raw: dict[str, bytes], inventory: Inven
     clusters = sorted(policy.clusters)
     runtime_parts: list[FileFacts] = [file_facts(inventory.files)]
     units: list[tuple[str, UnitRecord]] = []
-    fleet = fleet_key(run.fp, policy.fleet_src.path, raw[policy.fleet_src.path])  # hashed once
-    keys = [(team, unit_key(fleet, team.path, raw[team.path])) for team in policy.teams]
+    keys = [(team, run.team_keys[team.path]) for team in policy.teams]  # hashed with the inputs (Run.run)
     owners = Pending(bytes)  # diff compares out/ only
     computed: dict[str, tuple[UnitRecord, Inventory]] = {}
     if not run.store.off and run.reports:
