@@ -65,20 +65,22 @@ class StoredVerdicts:
         self.fleet_key = fleet
 
     def fleet(self) -> list[Diagnostic] | None:
-        stored = None if self.fleet_key is None else self.store.get("rules", self.fleet_key)
-        return None if stored is None else [diag_in(d) for d in stored]
+        return self._get(self.fleet_key)
 
     def put_fleet(self, found: list[Diagnostic]) -> None:
-        if self.fleet_key is not None:
-            self.store.put("rules", self.fleet_key, [diag_out(d) for d in found])
+        self._put(self.fleet_key, found)
 
     def get(self, team: Team) -> list[Diagnostic] | None:
-        key = self.keys.get(team.path)
+        return self._get(self.keys.get(team.path))
+
+    def put(self, team: Team, found: list[Diagnostic]) -> None:
+        self._put(self.keys.get(team.path), found)
+
+    def _get(self, key: str | None) -> list[Diagnostic] | None:
         stored = None if key is None else self.store.get("rules", key)
         return None if stored is None else [diag_in(d) for d in stored]
 
-    def put(self, team: Team, found: list[Diagnostic]) -> None:
-        key = self.keys.get(team.path)
+    def _put(self, key: str | None, found: list[Diagnostic]) -> None:
         if key is not None:
             self.store.put("rules", key, [diag_out(d) for d in found])
 
