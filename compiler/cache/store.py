@@ -215,6 +215,7 @@ class Store:
 
     def __init__(self, root: Path) -> None:
         self.dir = root / CACHE_DIRNAME
+        self._base = str(self.dir)  # entries' paths as strings: a Path per entry cost ~6 us (20,000 at 5,000 teams)
         self.used: set[tuple[str, str]] = set()
         self.problems: list[str] = []  # why entries were not used (corrupt, unreadable, unwritable)
         self.off = not machine_key()[1]
@@ -225,7 +226,7 @@ class Store:
         if self.off:
             return None
         try:
-            with open(self.dir / kind / key, "rb") as fh:
+            with open(f"{self._base}/{kind}/{key}", "rb") as fh:
                 raw = fh.read()
         except OSError as exc:
             if not isinstance(exc, FileNotFoundError):
@@ -235,7 +236,7 @@ class Store:
         if payload is None:  # flipped, truncated, swapped, foreign or garbage: a miss, and gone
             self.trouble("corrupt or foreign entries ignored")
             try:
-                os.unlink(self.dir / kind / key)
+                os.unlink(f"{self._base}/{kind}/{key}")
             except OSError:
                 pass
             return None
@@ -249,14 +250,14 @@ class Store:
 
     def has(self, kind: str, key: str) -> bool:
         """Whether an entry exists (it may yet prove corrupt, or vanish, when read)."""
-        return not self.off and os.path.exists(self.dir / kind / key)
+        return not self.off and os.path.exists(f"{self._base}/{kind}/{key}")
 
     def keys(self, kind: str) -> set[str]:
         """The keys of a kind's entries, in one listing (a stat each costs ~20x more at 1,000)."""
         if self.off:
             return set()
         try:
-            return {n for n in os.listdir(self.dir / kind) if not n.startswith(".")}
+            return {n for n in os.listdir(f"{self._base}/{kind}") if not n.startswith(".")}
         except OSError:
             return set()
 

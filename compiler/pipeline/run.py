@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from compiler.cache.forked import Pending
 from compiler.cache.records import RunRecord, diag_in, diag_out, outline_in, outline_out
-from compiler.cache.store import NullStore, Store, compiler_fingerprint, content_digest, digest, tree_fingerprint
+from compiler.cache.store import NullStore, Store, compiler_fingerprint, digest, tree_fingerprint
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.load.files import read_inputs
 from compiler.load.paths import display_path
@@ -55,6 +55,7 @@ from compiler.pipeline.units import (
     CacheEntryMissing,
     FileHomes,
     LazyFiles,
+    RepoFile,
     StoredVerdicts,
     fleet_input_key,
     team_unit_keys,
@@ -277,14 +278,12 @@ class Run:
                       rec.n, rec.stats, self.timings, how, units, self.outlines,
                       self.key_all, rec, self.unit_files, lambda: out_digests(self, rec))
 
-    def keep_repo(self, data: bytes) -> str:
-        """A repository file (CODEOWNERS, a schema) kept by its digest: in this run, and in the
-        store unless it holds it already (8 MB of CODEOWNERS at 1,000 teams, the same after most
-        edits: the run's record keeps the digest, so a command answered from it reads 8 MB less)."""
-        key = content_digest(data)
-        self.repo[key] = data
-        if not self.store.has("repo", key):
-            self.store.put("repo", key, data)
+    def keep_repo(self, file: RepoFile) -> str:
+        """A repository file this run rendered (``repo_file``): its bytes held for this run when
+        the store does not keep them; its digest, for the run's record."""
+        key, _, _, data = file
+        if data is not None:
+            self.repo[key] = data
         return key
 
     def repo_bytes(self, key: str) -> bytes:

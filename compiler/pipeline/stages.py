@@ -37,6 +37,7 @@ from compiler.pipeline.front import assemble
 from compiler.pipeline.lifetime import hold
 from compiler.pipeline.owners import codeowners_of, unit_owners
 from compiler.pipeline.run import PolicyInput, Run
+from compiler.pipeline.units import RepoFile, kept, repo_file
 from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import check_manifests
 from compiler.report.codeowners import OwnedPart, check_size, owned_part, render_codeowners
@@ -134,7 +135,7 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
     run.policy = policy
     run.lowered = fresh + run.kept
     if not keep and run.reports:
-        owners = in_child(render_codeowners, policy, inventory, shown_policies, shown_out)
+        owners = in_child(kept, run.store, render_codeowners, policy, inventory, shown_policies, shown_out)
         run.children.append(owners)
     diags += check_manifests(policy, inventory)
     # OPS: what ArgoCD syncs must also run (the parts in the inventory's order of files)
@@ -164,7 +165,7 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
     diags += checked
     run.lap("validate")
     if run.reports:  # GITOPS403: the file as GitHub would load it, or not
-        diags += check_size(policy, owners())
+        diags += check_size(policy, *owners()[1:3])
     diags = apply_waivers(policy, diags, inventory, final=True, verified=opts.verify)  # every finding is in
     if opts.verify and has_errors(diags, strict=opts.strict):
         return RunRecord.failure(diags, stats_sum(stats))
@@ -177,13 +178,13 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
     glob = digest("inline", *[x for kv in sorted(inline_digests.items()) for x in kv])
     run.store.put("blob", glob, inline, compress=True)
     run.keep(glob, inline)
-    repo = {".github/CODEOWNERS": owners()} if run.reports else {}
+    repo: dict[str, RepoFile] = {".github/CODEOWNERS": owners()} if run.reports else {}
     schemas = run.store.get("schemas", compiler_fingerprint())  # depend on the compiler alone
     if schemas is None:
         schemas = render_schemas()
         run.store.put("schemas", compiler_fingerprint(), schemas)
-    repo.update({f"schemas/{name}": data for name, data in schemas.items()})
-    repo_digests = {rel: run.keep_repo(data) for rel, data in repo.items()}
+    repo.update({f"schemas/{name}": repo_file(run.store, data) for name, data in schemas.items()})
+    repo_digests = {rel: run.keep_repo(file) for rel, file in repo.items()}
     if keep:  # freed at exit, not on return (pipeline.lifetime); without a store memory matters more
         hold(units, inventory, runtime_parts)
     return RunRecord([diag_out(d) for d in diags], False, [u[0] for u in units], inline_digests, glob, repo_digests,
@@ -199,7 +200,7 @@ def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: s
     runtime_parts: list[FileFacts] = [file_facts(inventory.files)]
     units: list[tuple[str, UnitRecord]] = []
     keys = [(team, run.team_keys[team.path]) for team in policy.teams]  # hashed with the inputs (Run.run)
-    owners = Pending(bytes)  # diff compares out/ only
+    owners = Pending(lambda: None)  # diff compares out/ only
     computed: dict[str, tuple[UnitRecord, Inventory]] = {}
     if not run.store.off and run.reports:
         # The units missing from the store first, then CODEOWNERS starts in a child that reads the
@@ -210,7 +211,8 @@ def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: s
             if run.shared is None and key not in present:
                 computed[key] = compute_unit(run, policy, team, key, clusters, known)
         fleet_part = owned_part(inventory.files, {t.path: t.name for t in policy.teams})
-        owners = in_child(codeowners_of, run.store, policy, fleet_part, known, keys, shown_policies, shown_out)
+        owners = in_child(kept, run.store, codeowners_of, run.store, policy, fleet_part, known, keys, shown_policies,
+                          shown_out)
         run.children.append(owners)
     for team, key in keys:
         got = computed.pop(key, None)

@@ -49,15 +49,14 @@ TOO_LARGE = define(
 RULES: tuple[Rule, ...] = (TOO_LARGE,)
 
 
-def check_size(policy: Policy, rendered: bytes, limit: int | None = None) -> list[Diagnostic]:
-    """GITOPS403, emitted by the pipeline once CODEOWNERS is rendered. Located on the platform's
-    owners, whose team reviews the repository without it."""
+def check_size(policy: Policy, size: int, lines: int, limit: int | None = None) -> list[Diagnostic]:
+    """GITOPS403, emitted by the pipeline once CODEOWNERS is rendered (``size`` bytes, ``lines``
+    lines). Located on the platform's owners, whose team reviews the repository without it."""
     limit = GITHUB_MAX_BYTES if limit is None else limit
-    if len(rendered) < limit:
+    if size < limit:
         return []
-    lines = rendered.count(b"\n")
     return [TOO_LARGE.diag(
-        f".github/CODEOWNERS is {len(rendered):,} bytes ({lines:,} lines for {len(policy.teams):,} "
+        f".github/CODEOWNERS is {size:,} bytes ({lines:,} lines for {len(policy.teams):,} "
         f"teams), over GitHub's limit of {limit:,}: GitHub ignores the whole file, so no code owner review is "
         "requested or required", policy.fleet_src.locate(("spec", "platform", "owners")),
         hint="the file has a line per team, cluster, namespace and kind of object: until gpupolicy writes it more "
