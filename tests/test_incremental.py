@@ -263,7 +263,9 @@ def test_inventories_merge_to_the_whole() -> None:
         parts.setdefault(m.sources, []).append(m)
     merged = Inventory()
     for ms in parts.values():
-        merged.merge(Inventory.from_record(marshal.loads(marshal.dumps(Inventory.of(ms).to_record()))))
+        inv = Inventory.of(ms)
+        rows = marshal.loads(marshal.dumps(inv.files))
+        merged.merge(Inventory.from_record(marshal.loads(marshal.dumps(inv.to_record())), lambda rows=rows: rows))
     assert merged.count == whole.count == len(manifests)
     assert merged.folders == whole.folders and merged.admission_checks == whole.admission_checks
     assert sorted(merged.files) == sorted(whole.files) and len(merged.files) == len(manifests) - sum(
@@ -851,3 +853,37 @@ def test_a_sequence_of_edits_stays_the_uncached_result(tmp_path: Path, crds_dir:
         assert main(["build", "--root", str(root)]) == 0
         assert stale() == (0, [])
     assert compared == 8
+
+
+def test_stored_units_rows_are_read_only_when_needed(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stored unit's inventory rows are an entry of their own (kind ``rows``), read only when
+    something needs them: not after a one-team edit; when OPS004 names the files of namespaces
+    created too late (the namespaces' wave moved after every component's), they are read, and an
+    entry gone or corrupt is computed again from the team: the findings are the uncached ones."""
+    from compiler.model import targets
+
+    _check(demo, "none")
+    read: list[str] = []
+    real = Store.get
+
+    def get(self: Store, kind: str, key: str) -> Any:
+        read.append(kind)
+        return real(self, kind, key)
+
+    monkeypatch.setattr(Store, "get", get)
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    _check(demo, "partial")
+    assert "unit" in read and "rows" not in read
+    monkeypatch.setitem(targets.COMPONENT_WAVES, "namespaces", 50)
+    entries = demo / CACHE_DIRNAME / "rows"
+    names = sorted(os.listdir(entries))
+    assert len(names) > len(list((demo / "policies/teams").glob("*.yaml")))  # vision's before the edit too
+    for name in names[::2]:
+        (entries / name).unlink()
+    (entries / names[1]).write_bytes(b"garbage")
+    nlp = demo / "policies/teams/nlp.yaml"
+    nlp.write_text(nlp.read_text() + "# edited\n")  # no stored result: the late waves are this run's
+    read.clear()
+    inc = _check(demo, "partial")
+    late = [d for d in inc.diagnostics if d.code == "OPS004"]
+    assert "rows" in read and any("vision" in d.message for d in late) and any("recsys" in d.message for d in late)

@@ -38,8 +38,10 @@ class Pending:
         return self._value
 
 
-def in_child(fn: Callable[..., Any], *args: Any) -> Pending:
-    """Start ``fn(*args)``; the returned ``Pending`` waits for and returns its result."""
+def in_child(fn: Callable[..., Any], *args: Any, nice: int = 5) -> Pending:
+    """Start ``fn(*args)``; the returned ``Pending`` waits for and returns its result. The child
+    runs ``nice`` steps below the parent (the parent is usually the critical path; 0 for a child
+    that is: ``compiler.pipeline.stages.compile_run``)."""
     if not _usable():
         return Pending(lambda: fn(*args))
     # An unlinked file rather than a pipe: the child writes its result and exits without
@@ -52,7 +54,8 @@ def in_child(fn: Callable[..., Any], *args: Any) -> Pending:
     if pid == 0:
         status = 1
         try:
-            os.nice(5)  # the parent is the critical path; children use the idle core
+            if nice:
+                os.nice(nice)
             channel.write(marshal.dumps(fn(*args)))
             channel.flush()
             status = 0

@@ -45,7 +45,7 @@ class UnitRecord:
     part of CODEOWNERS (kind ``owners``), read by the child that renders CODEOWNERS
     (``compiler.pipeline.owners``)."""
 
-    inventory: tuple[Any, ...]  # compiler.model.inventory.Inventory.to_record()
+    inventory: tuple[Any, ...]  # compiler.model.inventory.Inventory.to_record(); its rows: kind ``rows``
     diags: list[DiagRecord]
     stats: StatsRecord
     runtime: dict[str, Any]  # compiler.verify.runtime.file_facts of its inventory's files (the OPS model)

@@ -11,9 +11,8 @@ the other teams' 70,000 objects to answer these questions (bench/README.md).
 
 from __future__ import annotations
 
-import marshal
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from compiler.model.manifest import Manifest
 from compiler.model.targets import group_of
@@ -48,18 +47,19 @@ class Inventory:
     """(cluster, ClusterQueue, its admission checks, the policy file it comes from last), when it has any."""
     rows: list[FileRow] = field(default_factory=list)
     """(out/-relative path, cluster, namespace, sources) of every object but ArgoCD's (``files``)."""
-    later: list[list[FileRow] | bytes] = field(default_factory=list, repr=False)
-    """More rows after ``rows``, in order: lists, or a stored unit's rows still marshalled. Only
-    CODEOWNERS, the OPS model and team-scoped waivers of verify findings read the rows, and with a
-    store the first two read each unit's stored part instead, so the 80,000 rows of 1,000 stored
-    units are decoded only when a waiver needs them (~0.02 s less per run)."""
+    later: list[list[FileRow] | Callable[[], list[FileRow]]] = field(default_factory=list, repr=False)
+    """More rows after ``rows``, in order: lists, or a stored unit's rows still to be read (its
+    entry of kind ``rows``). Only CODEOWNERS, the OPS model and team-scoped waivers of verify
+    findings read the rows, and with a store the first two read each unit's stored part instead,
+    so the 400,000 rows of 5,000 stored units are read only when a waiver (or an OPS004 finding)
+    needs them."""
 
     @property
     def files(self) -> list[FileRow]:
         """Every row, in order (decoding what ``later`` holds)."""
         if self.later:
             for chunk in self.later:
-                self.rows.extend(marshal.loads(chunk) if isinstance(chunk, bytes) else chunk)
+                self.rows.extend(chunk if isinstance(chunk, list) else chunk())
             self.later.clear()
         return self.rows
 
@@ -133,11 +133,12 @@ class Inventory:
     # -- a marshal-able record (the incremental cache; marshal keeps tuples and sets) ----------
 
     def to_record(self) -> tuple[Any, ...]:
-        """The record, its rows marshalled apart (``later``: decoded only when read)."""
+        """The record, without the rows (a unit keeps them apart: ``from_record``)."""
         folders = {key: (f.kinds, f.namespaces, f.deployments, f.scaled) for key, f in self.folders.items()}
-        return (self.count, folders, self.admission_checks, self.queue_checks, marshal.dumps(self.files))
+        return (self.count, folders, self.admission_checks, self.queue_checks)
 
     @classmethod
-    def from_record(cls, rec: Any) -> Inventory:
-        count, folders, checks, queue_checks, rows = rec
+    def from_record(cls, rec: Any, rows: Callable[[], list[FileRow]]) -> Inventory:
+        """The inventory of a record, its rows read by ``rows`` when first needed (``files``)."""
+        count, folders, checks, queue_checks = rec
         return cls(count, {key: Folder(*parts) for key, parts in folders.items()}, checks, queue_checks, [], [rows])

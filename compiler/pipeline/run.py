@@ -240,7 +240,7 @@ class Run:
         if isinstance(last, str):
             self.store.used.add(("result", last))
         self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas", "digests",
-                          "last", "rules", "verified", "rendered", "listed", "owners", "ownsec", "repo"))
+                          "last", "rules", "verified", "rendered", "listed", "owners", "ownsec", "repo", "rows"))
         return result
 
     def key_of(self, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> str:

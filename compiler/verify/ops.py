@@ -167,13 +167,15 @@ def check_namespace_waves(rt: ClusterRuntime) -> Iterator[Diagnostic]:
     makers = {ns: {src for src, _ in sources} for ns, sources in rt.namespace_sources.items()}
     first = {ns: min(w for _, w in sources) for ns, sources in rt.namespace_sources.items() if sources}
     never = 10**9
-    late: list[tuple[str, str, str]] = []
     waves = rt.waves
-    for (component, ns), relpaths in rt.namespaced.items():  # the verdict is the pair's
+    pairs: list[tuple[str, str]] = []
+    for component, ns in rt.namespaced:  # the verdict is the pair's
         wave = waves.get(component)
         if wave is None or first.get(ns, never) < wave or component in makers.get(ns, ()):
             continue
-        late += [(relpath, component, ns) for relpath in relpaths]
+        pairs.append((component, ns))
+    paths = rt.paths() if pairs else {}  # a finding names each file: read from the rows
+    late = [(relpath, component, ns) for component, ns in pairs for relpath in paths.get((component, ns), ())]
     for relpath, component, ns in sorted(late):
         wave = rt.waves[component]
         sources = rt.namespace_sources.get(ns, [])
