@@ -793,20 +793,35 @@ def test_fleet_scope_verdict_is_kept_by_the_fleet_file(demo: Path, monkeypatch: 
     _same(inc, compile_policies(_opts(demo)))
 
 
-def test_a_sequence_of_edits_stays_the_uncached_result(tmp_path: Path, crds_dir: Path,
+@pytest.mark.parametrize("block", [64, 3])
+def test_a_sequence_of_edits_stays_the_uncached_result(tmp_path: Path, crds_dir: Path, block: int,
                                                        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
                                                        ) -> None:
     """A generated organisation through a seeded sequence of edits (a guarantee lowered, a
     namespace renamed, a team added, that team removed), each followed by ``check`` then ``build``
     in this process, the store carried along: after each edit the stored run equals the uncached
     one (CODEOWNERS from kept sections among it) and ``check`` lists what ``check --no-cache``
-    lists (the comparison since the last build among it)."""
+    lists (the comparison since the last build among it). With blocks of 3 units on average the
+    24 teams make several blocks, most read whole after each edit (``pipeline.blocks``)."""
     import random
 
     import yaml
 
     from bench.generate import generate
     from compiler.cli.main import main
+    from compiler.pipeline import blocks
+
+    monkeypatch.setattr(blocks, "BLOCK", block)
+    whole: list[str] = []  # the blocks read whole from the store
+    real = Store.get
+
+    def get(self: Store, kind: str, key: str) -> Any:
+        found = real(self, kind, key)
+        if kind == "block" and found is not None:
+            whole.append(key)
+        return found
+
+    monkeypatch.setattr(Store, "get", get)
 
     root = tmp_path / "org"
     generate(24, 4, root, seed=3)
@@ -853,14 +868,21 @@ def test_a_sequence_of_edits_stays_the_uncached_result(tmp_path: Path, crds_dir:
         assert main(["build", "--root", str(root)]) == 0
         assert stale() == (0, [])
     assert compared == 8
+    assert len(whole) > 8 * 3 or block == 64  # with blocks of 3: several read whole per run
 
 
-def test_stored_units_rows_are_read_only_when_needed(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("block", [64, 2])
+def test_stored_units_rows_are_read_only_when_needed(demo: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
     """A stored unit's inventory rows are an entry of their own (kind ``rows``), read only when
     something needs them: not after a one-team edit; when OPS004 names the files of namespaces
     created too late (the namespaces' wave moved after every component's), they are read, and an
-    entry gone or corrupt is computed again from the team: the findings are the uncached ones."""
+    entry gone or corrupt is computed again from the team: the findings are the uncached ones.
+    With blocks of 2 units on average the demo's teams make 4 blocks ([interns] [nlp] [recsys,
+    search] [vision]): the OPS facts and rows of the blocks read whole give the same findings."""
     from compiler.model import targets
+    from compiler.pipeline import blocks
+
+    monkeypatch.setattr(blocks, "BLOCK", block)
 
     _check(demo, "none")
     read: list[str] = []
@@ -887,3 +909,4 @@ def test_stored_units_rows_are_read_only_when_needed(demo: Path, monkeypatch: py
     inc = _check(demo, "partial")
     late = [d for d in inc.diagnostics if d.code == "OPS004"]
     assert "rows" in read and any("vision" in d.message for d in late) and any("recsys" in d.message for d in late)
+    assert read.count("block") == (3 if block == 2 else 0)  # all but nlp's block, read whole

@@ -6,8 +6,9 @@ Each record converts to plain ``marshal``-able data (tuples, dicts, str, int, by
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from compiler.diagnostics import Diagnostic, Location, Severity
 from compiler.model.manifest import Manifest
@@ -35,6 +36,16 @@ def stats_out(stats: VerifyStats) -> StatsRecord:
     return (dict(stats.objects), stats.cel_rules_evaluated, stats.transition_rules_skipped,
             stats.cel_rules_unsupported, stats.cel_skipped_invalid_objects, stats.webhook_checks,
             stats.embedded_expressions)
+
+
+def stats_total(parts: Iterable[StatsRecord]) -> StatsRecord:
+    """One record of the objects and counters of ``parts``."""
+    objects: Counter[Any] = Counter()
+    ints = [0] * 6
+    for kinds, *counts in parts:
+        objects.update(kinds)
+        ints = [a + b for a, b in zip(ints, counts)]
+    return (dict(objects), *ints)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ Units, by the scope of what they read:
   keyed by each object's content;
 - *team*: everything the team passes produce for one team on every cluster, rendered and
   verified, keyed by the fleet's and that team's bytes (team passes read no other team:
-  ``compiler.lower``), with an outline of its Kueue objects for ``diff`` (``stored_unit``);
+  ``compiler.lower``), with an outline of its Kueue objects for ``diff`` (``stored_unit``); the
+  records of consecutive units are also kept merged, a block at a time (``compiler.pipeline.blocks``);
 - *policy*: the semantic rules, and REPORT.md with allocation.json, computed in two more
   processes while this one lowers (``compiler.cache.forked``); the rules' errors stop the build
   before anything is emitted. The rules' findings are kept by every input (``checks``): the
@@ -240,7 +241,8 @@ class Run:
         if isinstance(last, str):
             self.store.used.add(("result", last))
         self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas", "digests",
-                          "last", "rules", "verified", "rendered", "listed", "owners", "ownsec", "repo", "rows"))
+                          "last", "rules", "verified", "rendered", "listed", "owners", "ownsec", "repo", "rows",
+                          "block"))
         return result
 
     def key_of(self, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> str:

@@ -24,6 +24,7 @@ from compiler.cache.records import (
     diag_in,
     diag_out,
     stats_out,
+    stats_total,
 )
 from compiler.cache.store import Store, compiler_fingerprint, content_digest, digest
 from compiler.diagnostics import Diagnostic, has_errors
@@ -33,6 +34,7 @@ from compiler.lower import lower_cluster, lower_delivery, lower_team
 from compiler.model.inventory import FileRow, Inventory
 from compiler.model.manifest import Manifest
 from compiler.model.schemas import render_schemas
+from compiler.pipeline.blocks import block_key, blocks_of, merged, rows_of
 from compiler.pipeline.front import assemble
 from compiler.pipeline.lifetime import hold
 from compiler.pipeline.owners import codeowners_of, unit_owners
@@ -132,7 +134,7 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
         if run.verifier.registry is not None:
             run.verifier.registry.remember(None if run.store.off else ParsedCrds(run.store))
     shown_policies, shown_out = display_path(opts.policy_dir, opts.root), display_path(opts.out_dir, opts.root)
-    units, runtime_parts, owners = team_units(run, policy, inventory, shown_policies, shown_out)
+    records, unit_keys, runtime_parts, owners = team_units(run, policy, inventory, shown_policies, shown_out)
     argocd = lower_delivery(policy, inventory)
     fresh += argocd
     run.policy = policy
@@ -153,7 +155,7 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
     found: list[Diagnostic] = []
     if opts.verify:
         found += verify_objects(run, fresh, inline, stats)
-    for key, rec in units:
+    for rec in records:
         found += [diag_in(d) for d in rec.diags]
         stats.append(rec.stats)
     if opts.verify:
@@ -189,22 +191,24 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
     repo.update({f"schemas/{name}": repo_file(run.store, data) for name, data in schemas.items()})
     repo_digests = {rel: run.keep_repo(file) for rel, file in repo.items()}
     if keep:  # freed at exit, not on return (pipeline.lifetime); without a store memory matters more
-        hold(units, inventory, runtime_parts)
-    return RunRecord([diag_out(d) for d in diags], False, [u[0] for u in units], inline_digests, glob, repo_digests,
+        hold(records, inventory, runtime_parts)
+    return RunRecord([diag_out(d) for d in diags], False, unit_keys, inline_digests, glob, repo_digests,
                      inventory.count, stats_sum(stats) if opts.verify else {})
 
 
 def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: str,
-               shown_out: str) -> tuple[list[tuple[str, UnitRecord]], list[FileFacts], Pending]:
+               shown_out: str) -> tuple[list[UnitRecord], list[str], list[FileFacts], Pending]:
     """Every team unit, computed or from the store, merged into ``inventory`` in the teams' order,
     with the OPS model's parts (the fleet-scope files' first) and, with a store, CODEOWNERS started
-    in a child (without one it reads the merged inventory, started by the caller)."""
+    in a child (without one it reads the merged inventory, started by the caller). Returns the
+    records merged, each of one unit or, with a store, of a block of them (``pipeline.blocks``),
+    and the units' keys."""
     clusters = sorted(policy.clusters)
     runtime_parts: list[FileFacts] = [file_facts(inventory.files)]
-    units: list[tuple[str, UnitRecord]] = []
+    records: list[UnitRecord] = []
     keys = [(team, run.team_keys[team.path]) for team in policy.teams]  # hashed with the inputs (Run.run)
     owners = Pending(lambda: None)  # diff compares out/ only
-    computed: dict[str, tuple[UnitRecord, Inventory]] = {}
+    computed: dict[str, Unit] = {}
     if not run.store.off and run.reports:
         # The units missing from the store first, then CODEOWNERS starts in a child that reads the
         # other units' parts itself (compiler.pipeline.owners) while this process reads their records.
@@ -217,21 +221,65 @@ def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: s
         owners = in_child(kept, run.store, codeowners_of, run.store, policy, fleet_part, known, keys, shown_policies,
                           shown_out)
         run.children.append(owners)
+    if not run.store.off and run.shared is None:
+        for block in blocks_of(keys):
+            whole, read = unit_block(run, policy, block, computed, clusters)
+            inventory.merge(Inventory.from_record(whole.inventory, read))
+            records.append(whole)
+            runtime_parts.append(whole.runtime)
+        return records, [key for _, key in keys], runtime_parts, owners
     for team, key in keys:
-        got = computed.pop(key, None)
-        stored = None if got is not None else run.stored_unit(key)
-        if stored is not None:
-            rec = UnitRecord.of(stored)
-            run.reused += 1
-            run.store.used.update({("files", key), ("blob", key), ("outline", key), ("rules", key), ("owners", key),
-                                   ("ownsec", key), ("rows", key), ("verified", team_table(run, team.path))})  # live
-            inventory.merge(Inventory.from_record(rec.inventory, unit_rows(run, policy, team, key)))
-        else:
-            rec, team_inventory = got or compute_unit(run, policy, team, key, clusters, None)
-            inventory.merge(team_inventory)
-        units.append((key, rec))
+        rec, rows = computed.pop(key) if key in computed else unit(run, policy, team, key, clusters)
+        inventory.merge(rows if isinstance(rows, Inventory) else Inventory.from_record(rec.inventory, rows))
+        records.append(rec)
         runtime_parts.append(rec.runtime)
-    return units, runtime_parts, owners
+    return records, [key for _, key in keys], runtime_parts, owners
+
+
+# A team unit's record with its inventory (computed by this run) or the reader of its rows (stored).
+Unit = tuple[UnitRecord, "Inventory | Callable[[], list[FileRow]]"]
+
+
+def unit(run: Run, policy: Policy, team: Team, key: str, clusters: list[str]) -> Unit:
+    """A team unit's record from the store (with the reader of its rows), else computed now (with
+    its inventory)."""
+    stored = run.stored_unit(key)
+    if stored is None:
+        return compute_unit(run, policy, team, key, clusters, None)
+    run.reused += 1
+    run.store.used.update({("files", key), ("blob", key), ("outline", key), ("rules", key), ("owners", key),
+                           ("ownsec", key), ("rows", key), ("verified", team_table(run, team.path))})  # live
+    return UnitRecord.of(stored), unit_rows(run, policy, team, key)
+
+
+def unit_block(run: Run, policy: Policy, block: list[tuple[Team, str]], computed: dict[str, Unit],
+               clusters: list[str]) -> tuple[UnitRecord, Callable[[], list[FileRow]]]:
+    """A block of team units merged (``pipeline.blocks``): its entry when none of its units was
+    computed by this run, else merged from its units' records and kept; with the reader of its
+    units' rows (those of a unit computed now are in memory)."""
+    bkey = block_key(block)
+    stored = None if any(key in computed for _, key in block) else run.store.get("block", bkey)
+    readers: list[Callable[[], list[FileRow]]] = []
+    if stored is not None:
+        for team, key in block:
+            run.reused += 1
+            run.store.used.update({("unit", key), ("files", key), ("blob", key), ("outline", key), ("rules", key),
+                                   ("owners", key), ("ownsec", key), ("rows", key),
+                                   ("verified", team_table(run, team.path))})  # live, not read here
+            readers.append(unit_rows(run, policy, team, key))
+        return UnitRecord.of(stored), rows_of(readers)
+    records: list[UnitRecord] = []
+    for team, key in block:
+        rec, rows = computed.pop(key) if key in computed else unit(run, policy, team, key, clusters)
+        records.append(rec)
+        readers.append(rows_in(rows) if isinstance(rows, Inventory) else rows)
+    whole = merged(records)
+    run.store.put("block", bkey, whole.plain())
+    return whole, rows_of(readers)
+
+
+def rows_in(inventory: Inventory) -> Callable[[], list[FileRow]]:
+    return lambda: inventory.files
 
 
 def unit_rows(run: Run, policy: Policy, team: Team, key: str) -> Callable[[], list[FileRow]]:
@@ -371,16 +419,6 @@ def verify_objects(run: Run, fresh: list[Manifest], rendered: dict[str, bytes],
 def team_table(run: Run, team_path: str) -> str:
     """The key of a team's table of verified objects (``verify_objects``)."""
     return digest(run.fp, "team", team_path)
-
-
-def stats_total(parts: Iterable[StatsRecord]) -> StatsRecord:
-    """One record of the objects and counters of ``parts``."""
-    objects: Counter[Any] = Counter()
-    ints = [0] * 6
-    for kinds, *counts in parts:
-        objects.update(kinds)
-        ints = [a + b for a, b in zip(ints, counts)]
-    return (dict(objects), *ints)
 
 
 def stats_sum(parts: Iterable[StatsRecord]) -> dict[str, object]:
