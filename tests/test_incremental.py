@@ -103,14 +103,31 @@ def test_policy_errors_and_no_verify(demo: Path) -> None:
     _check(demo, "result", verify=False)
 
 
-def test_cached_files_are_located_lazily(demo: Path) -> None:
+@pytest.mark.parametrize("block", [64, 5])
+def test_cached_files_are_located_lazily(demo: Path, block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """A diagnostic in a file loaded from the cache is located from its stored (or, once pruned,
-    re-parsed) position table, at the same line as a full compile."""
+    re-parsed) position table, at the same line as a full compile. With blocks of 5 files on
+    average the demo's parses are two blocks, [fleet, interns, nlp] and [recsys, search, vision]:
+    after nlp's edit the second is read whole (kind ``parses``)."""
+    from compiler.pipeline import units
+
+    monkeypatch.setattr(units, "BLOCK", block)
     mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 800")  # KUEUE001 in vision.yaml
     _check(demo, "none")
+    read: list[str] = []
+    real = Store.get
+
+    def get(self: Store, kind: str, key: str) -> Any:
+        found = real(self, kind, key)
+        if found is not None:
+            read.append(kind)
+        return found
+
+    monkeypatch.setattr(Store, "get", get)
     nlp = demo / "policies/teams/nlp.yaml"
     nlp.write_text(nlp.read_text() + "# edited\n")  # another team's edit: vision.yaml from the cache
     inc = _check(demo, "partial")
+    assert read.count("parses") == (1 if block == 5 else 0) and read.count("load") == (2 if block == 5 else 5)
     d = next(d for d in inc.diagnostics if d.code == "KUEUE001")
     assert d.location is not None and d.location.file.endswith("vision.yaml") and d.location.line > 1
     shutil.rmtree(demo / CACHE_DIRNAME / "pos")
@@ -809,9 +826,9 @@ def test_a_sequence_of_edits_stays_the_uncached_result(tmp_path: Path, crds_dir:
 
     from bench.generate import generate
     from compiler.cli.main import main
-    from compiler.pipeline import blocks
+    from compiler.pipeline import units
 
-    monkeypatch.setattr(blocks, "BLOCK", block)
+    monkeypatch.setattr(units, "BLOCK", block)
     whole: list[str] = []  # the blocks read whole from the store
     real = Store.get
 
@@ -880,9 +897,9 @@ def test_stored_units_rows_are_read_only_when_needed(demo: Path, monkeypatch: py
     With blocks of 2 units on average the demo's teams make 4 blocks ([interns] [nlp] [recsys,
     search] [vision]): the OPS facts and rows of the blocks read whole give the same findings."""
     from compiler.model import targets
-    from compiler.pipeline import blocks
+    from compiler.pipeline import units
 
-    monkeypatch.setattr(blocks, "BLOCK", block)
+    monkeypatch.setattr(units, "BLOCK", block)
 
     _check(demo, "none")
     read: list[str] = []

@@ -11,8 +11,8 @@ A block's merge is kept in the store (kind ``block``), keyed by its units' keys:
 merges that team's block again from its units' records and reads every other block whole.
 
 Where blocks end is decided by each team file's path alone (content-defined, as in chunking:
-``BLOCK`` teams per block on average), not by position, so adding or removing a team changes its
-own block only.
+``units.BLOCK`` teams per block on average), not by position, so adding or removing a team changes its
+own block only (``compiler.pipeline.units.ends_block``, which the parses use too).
 """
 
 from __future__ import annotations
@@ -22,31 +22,16 @@ from typing import Callable, Iterable, Sequence
 from compiler.cache.records import UnitRecord, stats_total
 from compiler.cache.store import digest
 from compiler.model.inventory import FileRow, Inventory
+from compiler.pipeline.units import blocks_of
 from compiler.policy.graph import Team
 from compiler.verify.runtime import merge_facts
-
-BLOCK = 64  # team units per block, on average: ~N/64 block entries and ~64 unit records per edit
 
 Unit = tuple[Team, str]  # a team and its unit's key
 
 
-def ends_block(path: str) -> bool:
-    """Whether a block ends after the team file at ``path``."""
-    return int(digest("block", path)[:8], 16) % BLOCK == 0
-
-
-def blocks_of(units: Sequence[Unit]) -> list[list[Unit]]:
-    """``units`` cut into consecutive blocks (``ends_block``)."""
-    out: list[list[Unit]] = []
-    current: list[Unit] = []
-    for unit in units:
-        current.append(unit)
-        if ends_block(unit[0].path):
-            out.append(current)
-            current = []
-    if current:
-        out.append(current)
-    return out
+def unit_blocks(units: Sequence[Unit]) -> list[list[Unit]]:
+    """``units`` cut into consecutive blocks (``compiler.pipeline.units.ends_block``)."""
+    return blocks_of(units, lambda unit: unit[0].path)
 
 
 def block_key(block: Sequence[Unit]) -> str:

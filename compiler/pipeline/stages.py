@@ -34,7 +34,7 @@ from compiler.lower import lower_cluster, lower_delivery, lower_team
 from compiler.model.inventory import FileRow, Inventory
 from compiler.model.manifest import Manifest
 from compiler.model.schemas import render_schemas
-from compiler.pipeline.blocks import block_key, blocks_of, merged, rows_of
+from compiler.pipeline.blocks import block_key, merged, rows_of, unit_blocks
 from compiler.pipeline.front import assemble
 from compiler.pipeline.lifetime import hold
 from compiler.pipeline.owners import codeowners_of, unit_owners
@@ -222,7 +222,7 @@ def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: s
                           shown_out)
         run.children.append(owners)
     if not run.store.off and run.shared is None:
-        for block in blocks_of(keys):
+        for block in unit_blocks(keys):
             whole, read = unit_block(run, policy, block, computed, clusters)
             inventory.merge(Inventory.from_record(whole.inventory, read))
             records.append(whole)

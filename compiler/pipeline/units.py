@@ -6,7 +6,7 @@ Apart from ``compiler.pipeline.run`` (the run and its result) so that each stays
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from compiler.cache.records import RunRecord, diag_in, diag_out
 from compiler.cache.store import Store, content_digest, digest
@@ -36,6 +36,31 @@ def kept(store: Store, render: Callable[..., bytes], *args: Any) -> RepoFile:
     receives the file's digest and size, not the file (CODEOWNERS is 41 MB at 5,000 teams: taking
     it back, unmarshalling and hashing it was ~0.1 s of the parent's critical path)."""
     return repo_file(store, render(*args))
+
+
+BLOCK = 64  # units per block, on average (``ends_block``; ``compiler.pipeline.blocks``)
+T = TypeVar("T")
+
+
+def ends_block(path: str) -> bool:
+    """Whether a block of consecutive team files (or their units) ends after the file at ``path``:
+    decided by the path alone (content-defined, as in chunking), so adding or removing a team
+    changes its own block only."""
+    return int(digest("block", path)[:8], 16) % BLOCK == 0
+
+
+def blocks_of(items: Sequence[T], path: Callable[[T], str]) -> list[list[T]]:
+    """``items`` (in the teams' order) cut into consecutive blocks (``ends_block``)."""
+    out: list[list[T]] = []
+    current: list[T] = []
+    for item in items:
+        current.append(item)
+        if ends_block(path(item)):
+            out.append(current)
+            current = []
+    if current:
+        out.append(current)
+    return out
 
 
 def fleet_key(fp: str, path: str, data: bytes) -> str:
