@@ -643,15 +643,17 @@ def test_the_front_stages_import_no_lowering() -> None:
 
 def test_a_one_team_edit_renders_only_what_changed(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Fleet-scope objects are lowered again on every run but rendered only when they changed
-    (``stages.render_fleet``), and a team's objects are verified only when they changed
-    (``stages.verify_objects``): after one budget edit, a few renders and verifications."""
+    (``tables.render_fleet``), and a team's objects are verified only when they changed
+    (``tables.verify_objects``): after one budget edit, a few renders and verifications."""
     import compiler.pipeline.stages as stages
+    import compiler.pipeline.tables as tables
 
     _check(demo, "none")
     rendered: list[str] = []
     verified: list[str] = []
     real_render, real_verify = stages.render_manifest, stages.Verifier.__call__
-    monkeypatch.setattr(stages, "render_manifest", lambda m: rendered.append(m.kind) or real_render(m))
+    for module in (stages, tables):  # a unit's objects, then the fleet's through the table
+        monkeypatch.setattr(module, "render_manifest", lambda m: rendered.append(m.kind) or real_render(m))
     monkeypatch.setattr(stages.Verifier, "__call__",
                         lambda self, ms, get: verified.extend(m.kind for m in ms) or real_verify(self, ms, get))
     mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")

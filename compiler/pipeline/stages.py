@@ -8,11 +8,8 @@ computed, so ``validate``, ``--no-cache`` and a warm ``check`` run exactly this 
 
 from __future__ import annotations
 
-import marshal
 from collections import Counter
-from typing import Any, Callable, Iterable
-
-import yaml
+from typing import Callable, Iterable
 
 from compiler.cache.forked import Pending, in_child
 from compiler.cache.records import (
@@ -26,7 +23,7 @@ from compiler.cache.records import (
     stats_out,
     stats_total,
 )
-from compiler.cache.store import Store, compiler_fingerprint, content_digest, digest
+from compiler.cache.store import compiler_fingerprint, content_digest, digest
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.emit.tree import render_manifest
 from compiler.load.paths import display_path
@@ -39,6 +36,7 @@ from compiler.pipeline.front import assemble
 from compiler.pipeline.lifetime import hold
 from compiler.pipeline.owners import codeowners_of, unit_owners
 from compiler.pipeline.run import PolicyInput, Run
+from compiler.pipeline.tables import ParsedCrds, render_fleet, team_table, verify_objects
 from compiler.pipeline.units import RepoFile, kept, repo_file
 from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import check_manifests
@@ -341,84 +339,6 @@ def new_unit(run: Run, key: str, team_path: str, flat: list[Manifest], inventory
     run.store.put("blob", key, files, compress=True)
     run.keep(key, files)
     return rec
-
-
-def render_fleet(run: Run, fresh: list[Manifest]) -> dict[str, bytes]:
-    """The fleet-scope and output-scope objects rendered, through a table of their renderings by
-    content (kind ``rendered``): they are re-lowered on every run (cluster passes may read any
-    team, through the allocation), but after a one-team edit a few Cohorts and that team's
-    ClusterQueues differ, and hashing an object's ``marshal`` form costs a fifth of rendering it.
-    Version 2 of the format has no back-references, so equal objects give equal bytes; an object
-    marshal cannot hold is rendered each time."""
-    if run.store.off:
-        return {m.relpath: render_manifest(m) for m in fresh}
-    table: dict[str, bytes] = run.store.get("rendered", run.fp) or {}
-    kept: dict[str, bytes] = {}
-    out: dict[str, bytes] = {}
-    for m in fresh:
-        try:
-            key = digest(*m.sources, marshal.dumps(m.obj, 2))
-        except ValueError:
-            out[m.relpath] = render_manifest(m)
-            continue
-        data = table.get(key)
-        out[m.relpath] = kept[key] = render_manifest(m) if data is None else data
-    if kept.keys() != table.keys():
-        run.store.put("rendered", run.fp, kept)
-    return out
-
-
-class ParsedCrds:
-    """CRD documents parsed once, kept in the store by their text (kind ``crd``; PyYAML's version
-    is part of the key): ``compiler.verify.registry.ParsedDocs``."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    @staticmethod
-    def key(text: str) -> str:
-        return digest("crd", yaml.__version__, text)
-
-    def get(self, text: str) -> dict[str, Any] | None:
-        doc = self.store.get("crd", self.key(text))
-        return doc if isinstance(doc, dict) else None
-
-    def put(self, text: str, doc: dict[str, Any]) -> None:
-        try:
-            self.store.put("crd", self.key(text), doc)
-        except ValueError:  # a value marshal cannot hold (a YAML timestamp): parsed each time
-            pass
-
-
-def verify_objects(run: Run, fresh: list[Manifest], rendered: dict[str, bytes],
-                   stats: list[StatsRecord], table_key: str | None = None) -> list[Diagnostic]:
-    """Objects verified one at a time, through a table keyed by their content (an unchanged
-    Cohort is not verified again): the fleet-scope and output-scope objects' (``table_key``
-    None), or one team's (``new_unit``)."""
-    assert run.verifier is not None
-    versions = run.verifier.versions
-    table_key = table_key or run.fp
-    table = run.store.get("verified", table_key) or {}
-    kept: dict[str, tuple[list[DiagRecord], StatsRecord]] = {}
-    diags: list[Diagnostic] = []
-    for m in fresh:
-        key = digest(m.cluster, versions.get(m.cluster, "?"), str(sorted(versions.items())) if m.cluster == "argocd"
-                     else "", m.relpath, rendered[m.relpath])
-        hit = table.get(key)
-        if hit is None:
-            found, verified = run.verifier([m], rendered.get)
-            hit = ([diag_out(d) for d in found], stats_out(verified))
-        kept[key] = hit
-        diags += [diag_in(d) for d in hit[0]]
-        stats.append(hit[1])
-    if kept.keys() != table.keys():
-        run.store.put("verified", table_key, kept)
-    return diags
-
-
-def team_table(run: Run, team_path: str) -> str:
-    """The key of a team's table of verified objects (``verify_objects``)."""
-    return digest(run.fp, "team", team_path)
 
 
 def stats_sum(parts: Iterable[StatsRecord]) -> dict[str, object]:

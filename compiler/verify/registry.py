@@ -35,7 +35,7 @@ _SUFFIXES = (".yaml", ".yml", ".json")
 class ParsedDocs(Protocol):
     """Where a CRD document's parse may come from instead of YAML: PyYAML builds the ~200 KB
     ClusterQueue CRD in ~0.05 s, which a one-team edit would pay in every process that verifies a
-    ClusterQueue (``compiler.pipeline.stages.parsed_crds`` keeps them in the store, by text)."""
+    ClusterQueue (``compiler.pipeline.tables.ParsedCrds`` keeps them in the store, by text)."""
 
     def get(self, text: str) -> dict[str, Any] | None: ...
 
