@@ -55,7 +55,7 @@ def validate_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) 
 
 def load(run: Run, inputs: list[PolicyInput]) -> tuple[PolicySources, list[Diagnostic]]:
     """Each file's parse (a file-scope unit); a stored parse reads its position tables only when
-    a diagnostic needs them. The team files' parses are also kept a block at a time (kind
+    a diagnostic needs them. The parses are also kept a block of files at a time (kind
     ``parses``, keyed by the block's files' keys; blocks as the units': ``ends_block``), so a
     one-team edit reads ~N/64 entries and one block's files' instead of one per file."""
     fleet: SourceFile | None = None

@@ -1,5 +1,6 @@
-"""What a run knows of its units besides their records: their keys, where each ``out/`` file's
-bytes are, the files themselves read lazily, and the team-scope rules' verdicts kept per unit.
+"""What a run knows of its units besides their records: their keys, the blocks consecutive units
+(and files) are kept in, where each ``out/`` file's bytes are, the files themselves read lazily,
+the repository files kept by digest, and the team-scope rules' verdicts kept per unit.
 
 Apart from ``compiler.pipeline.run`` (the run and its result) so that each stays short.
 """
