@@ -14,7 +14,7 @@ from compiler.policy.graph import Policy, Team
 
 # The pass lists follow from the targets each lowering module declares (compiler/lower/targets.py).
 __all__ = ["CLUSTER_PASSES", "TARGETS", "TEAM_PASSES", "ClusterPass", "TeamPass", "lower", "lower_all",
-           "lower_cluster", "lower_delivery", "lower_team"]
+           "lower_cluster", "lower_delivery", "lower_team", "lower_team_unit"]
 
 
 def lower_cluster(policy: Policy, cluster: str) -> list[Manifest]:
@@ -29,6 +29,12 @@ def lower_team(policy: Policy, team: Team, cluster: str) -> list[Manifest]:
     for p in TEAM_PASSES:
         out.extend(p(policy, team, cluster))
     return out
+
+
+def lower_team_unit(policy: Policy, team: Team) -> list[Manifest]:
+    """One team's objects on every cluster, in the clusters' order: a team unit's
+    (``compiler.pipeline.run``); lowering is pure, so lowering it again gives the same objects."""
+    return [m for cluster in sorted(policy.clusters) for m in lower_team(policy, team, cluster)]
 
 
 def lower(policy: Policy) -> list[Manifest]:

@@ -56,7 +56,7 @@ class Inventory:
 
     @property
     def files(self) -> list[FileRow]:
-        """Every row, in order (decoding what ``later`` holds)."""
+        """Every row, in order (reading what ``later`` holds)."""
         if self.later:
             for chunk in self.later:
                 self.rows.extend(chunk if isinstance(chunk, list) else chunk())

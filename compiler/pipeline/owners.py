@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 from typing import Any, Mapping, Sequence
 
 from compiler.cache.store import Store, digest
-from compiler.lower import lower_team
+from compiler.lower import lower_team_unit
 from compiler.model.inventory import Inventory
 from compiler.policy.graph import Policy, Team
 from compiler.report.codeowners import (
@@ -86,13 +86,12 @@ def codeowners_of(store: Store, policy: Policy, fleet_part: OwnedPart, known: Ma
     each team's section from the store when it still holds (see the module's docstring), else
     rendered from the unit's part (``known``: computed by this run; else the store's; else
     computed here) and kept."""
-    clusters = sorted(policy.clusters)
     parts: dict[str, OwnedPart] = dict(known)
 
     def part_of(team: Team, key: str) -> OwnedPart:
         part = parts.get(key) or stored_part(store, key)
         if part is None:
-            part = unit_owners(Inventory.of(m for c in clusters for m in lower_team(policy, team, c)), team)
+            part = unit_owners(Inventory.of(lower_team_unit(policy, team)), team)
         parts[key] = part
         return part
 

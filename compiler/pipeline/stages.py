@@ -27,7 +27,7 @@ from compiler.cache.store import compiler_fingerprint, content_digest, digest
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.emit.tree import render_manifest
 from compiler.load.paths import display_path
-from compiler.lower import lower_cluster, lower_delivery, lower_team
+from compiler.lower import lower_cluster, lower_delivery, lower_team_unit
 from compiler.model.inventory import FileRow, Inventory
 from compiler.model.manifest import Manifest
 from compiler.model.schemas import render_schemas
@@ -201,7 +201,6 @@ def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: s
     in a child (without one it reads the merged inventory, started by the caller). Returns the
     records merged, each of one unit or, with a store, of a block of them (``pipeline.blocks``),
     and the units' keys."""
-    clusters = sorted(policy.clusters)
     runtime_parts: list[FileFacts] = [file_facts(inventory.files)]
     records: list[UnitRecord] = []
     keys = [(team, run.team_keys[team.path]) for team in policy.teams]  # hashed with the inputs (Run.run)
@@ -214,20 +213,20 @@ def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: s
         present = run.store.keys("unit")
         for team, key in keys:
             if run.shared is None and key not in present:
-                computed[key] = compute_unit(run, policy, team, key, clusters, known)
+                computed[key] = compute_unit(run, policy, team, key, known)
         fleet_part = owned_part(inventory.files, {t.path: t.name for t in policy.teams})
         owners = in_child(kept, run.store, codeowners_of, run.store, policy, fleet_part, known, keys, shown_policies,
                           shown_out)
         run.children.append(owners)
     if not run.store.off and run.shared is None:
         for block in unit_blocks(keys):
-            whole, read = unit_block(run, policy, block, computed, clusters)
+            whole, read = unit_block(run, policy, block, computed)
             inventory.merge(Inventory.from_record(whole.inventory, read))
             records.append(whole)
             runtime_parts.append(whole.runtime)
         return records, [key for _, key in keys], runtime_parts, owners
-    for team, key in keys:
-        rec, rows = computed.pop(key) if key in computed else unit(run, policy, team, key, clusters)
+    for team, key in keys:  # without a store, or in a diff: no unit was computed above
+        rec, rows = unit(run, policy, team, key)
         inventory.merge(rows if isinstance(rows, Inventory) else Inventory.from_record(rec.inventory, rows))
         records.append(rec)
         runtime_parts.append(rec.runtime)
@@ -238,20 +237,25 @@ def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: s
 Unit = tuple[UnitRecord, "Inventory | Callable[[], list[FileRow]]"]
 
 
-def unit(run: Run, policy: Policy, team: Team, key: str, clusters: list[str]) -> Unit:
+def unit(run: Run, policy: Policy, team: Team, key: str) -> Unit:
     """A team unit's record from the store (with the reader of its rows), else computed now (with
     its inventory)."""
     stored = run.stored_unit(key)
     if stored is None:
-        return compute_unit(run, policy, team, key, clusters, None)
-    run.reused += 1
-    run.store.used.update({("files", key), ("blob", key), ("outline", key), ("rules", key), ("owners", key),
-                           ("ownsec", key), ("rows", key), ("verified", team_table(run, team.path))})  # live
+        return compute_unit(run, policy, team, key, None)
+    reused(run, team, key)
     return UnitRecord.of(stored), unit_rows(run, policy, team, key)
 
 
-def unit_block(run: Run, policy: Policy, block: list[tuple[Team, str]], computed: dict[str, Unit],
-               clusters: list[str]) -> tuple[UnitRecord, Callable[[], list[FileRow]]]:
+def reused(run: Run, team: Team, key: str) -> None:
+    """A stored unit taken by this run: its entries stay live, read now or not (``Store.prune``)."""
+    run.reused += 1
+    run.store.used.update({("unit", key), ("files", key), ("blob", key), ("outline", key), ("rules", key),
+                           ("owners", key), ("ownsec", key), ("rows", key), ("verified", team_table(run, team.path))})
+
+
+def unit_block(run: Run, policy: Policy, block: list[tuple[Team, str]], computed: dict[str, Unit]
+               ) -> tuple[UnitRecord, Callable[[], list[FileRow]]]:
     """A block of team units merged (``pipeline.blocks``): its entry when none of its units was
     computed by this run, else merged from its units' records and kept; with the reader of its
     units' rows (those of a unit computed now are in memory)."""
@@ -260,15 +264,12 @@ def unit_block(run: Run, policy: Policy, block: list[tuple[Team, str]], computed
     readers: list[Callable[[], list[FileRow]]] = []
     if stored is not None:
         for team, key in block:
-            run.reused += 1
-            run.store.used.update({("unit", key), ("files", key), ("blob", key), ("outline", key), ("rules", key),
-                                   ("owners", key), ("ownsec", key), ("rows", key),
-                                   ("verified", team_table(run, team.path))})  # live, not read here
+            reused(run, team, key)
             readers.append(unit_rows(run, policy, team, key))
         return UnitRecord.of(stored), rows_of(readers)
     records: list[UnitRecord] = []
     for team, key in block:
-        rec, rows = computed.pop(key) if key in computed else unit(run, policy, team, key, clusters)
+        rec, rows = computed.pop(key) if key in computed else unit(run, policy, team, key)
         records.append(rec)
         readers.append(rows_in(rows) if isinstance(rows, Inventory) else rows)
     whole = merged(records)
@@ -287,16 +288,16 @@ def unit_rows(run: Run, policy: Policy, team: Team, key: str) -> Callable[[], li
         rows = run.store.get("rows", key)
         if isinstance(rows, list):
             return rows
-        return Inventory.of(m for c in sorted(policy.clusters) for m in lower_team(policy, team, c)).files
+        return Inventory.of(lower_team_unit(policy, team)).files
 
     return read
 
 
-def compute_unit(run: Run, policy: Policy, team: Team, key: str, clusters: list[str],
+def compute_unit(run: Run, policy: Policy, team: Team, key: str,
                  known: dict[str, OwnedPart] | None) -> tuple[UnitRecord, Inventory]:
     """A team unit lowered, rendered and verified at once (one team's objects alive at a time:
     issue 21, RSS), then stored with its CODEOWNERS part, which goes to ``known`` too."""
-    ms = [m for c in clusters for m in lower_team(policy, team, c)]
+    ms = lower_team_unit(policy, team)
     team_inventory = Inventory.of(ms)
     run.lap("lower")
     if not run.store.off:
