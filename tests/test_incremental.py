@@ -743,8 +743,8 @@ def test_codeowners_sections_are_kept_and_checked(demo: Path, monkeypatch: pytes
     assert policy is not None
     opts, store = _opts(demo), Store(demo)
     raw = {p.relative_to(demo).as_posix(): p.read_bytes() for p in (demo / "policies").rglob("*.yaml")}
-    fleet = fleet_key(compile_fingerprint(opts), policy.fleet_src.path, raw[policy.fleet_src.path])
-    keys = [(t, unit_key(fleet, t.path, raw[t.path])) for t in policy.teams]
+    fleet = fleet_key(compile_fingerprint(opts), policy.fleet_src.path, content_digest(raw[policy.fleet_src.path]))
+    keys = [(t, unit_key(fleet, t.path, content_digest(raw[t.path]))) for t in policy.teams]
     parts = {k: owners.stored_part(store, k) for _, k in keys}
     assert all(parts.values())
     fleet_part = _fleet_part(inc, policy)

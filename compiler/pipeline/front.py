@@ -62,7 +62,7 @@ def load(run: Run, inputs: list[PolicyInput]) -> tuple[PolicySources, list[Diagn
     teams: list[SourceFile] = []
     diags: list[Diagnostic] = []
     fp = compiler_fingerprint()
-    keyed = [(i, digest(fp, i.shown, i.data)) for i in inputs if i.data is not None]
+    keyed = [(i, digest(fp, i.shown, i.digest)) for i in inputs if i.data is not None]
     for block in blocks_of(keyed, lambda item: item[0].shown):
         bkey = digest("parses", *(key for _, key in block))
         stored = run.store.get("parses", bkey) if len(block) > 1 else None

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from compiler.cache.forked import Pending
 from compiler.cache.records import RunRecord, diag_in, diag_out, outline_in, outline_out
-from compiler.cache.store import NullStore, Store, compiler_fingerprint, digest, tree_fingerprint
+from compiler.cache.store import NullStore, Store, compiler_fingerprint, content_digest, digest, tree_fingerprint
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.load.files import read_inputs
 from compiler.load.paths import display_path
@@ -171,6 +171,7 @@ class PolicyInput:
     shown: str  # display path, relative to the root
     data: bytes | None  # None: unreadable (reported)
     is_fleet: bool
+    digest: str = ""  # of ``data``, hashed once: every key of the file derives from it ("" when unreadable)
 
 
 class Run:
@@ -248,7 +249,7 @@ class Run:
     def key_of(self, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> str:
         """The key of every input. The previous out/ is an input of GITOPS302: part of the key,
         so a stored verdict never outlives the tree it was given on."""
-        return digest(self.fp, *[x for i in inputs for x in (i.shown, i.data or b"")],
+        return digest(self.fp, *[x for i in inputs for x in (i.shown, i.digest)],
                       *[repr(diag_out(d)) for d in diags0], repr(sorted(self.previous or ())),
                       str(self.previous is None))
 
@@ -373,4 +374,5 @@ class Run:
     def read_inputs(self) -> tuple[list[PolicyInput], list[Diagnostic]]:
         opts = self.opts
         blobs, diags = read_inputs(opts.policy_dir, opts.root)  # LOAD009: regular files inside only
-        return [PolicyInput(shown, data, is_fleet) for shown, data, is_fleet in blobs], diags
+        return [PolicyInput(shown, data, is_fleet, "" if data is None else content_digest(data))
+                for shown, data, is_fleet in blobs], diags

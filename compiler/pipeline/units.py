@@ -64,13 +64,14 @@ def blocks_of(items: Sequence[T], path: Callable[[T], str]) -> list[list[T]]:
     return out
 
 
-def fleet_key(fp: str, path: str, data: bytes) -> str:
-    return digest(fp, path, data)
+def fleet_key(fp: str, path: str, content: str) -> str:
+    """The fleet file's key: the compiler's and the file's path and content digest."""
+    return digest(fp, path, content)
 
 
-def unit_key(fleet: str, path: str, data: bytes) -> str:
-    """A team unit's key: the fleet's (``fleet_key``) and the team file's path and bytes."""
-    return digest(fleet, path, data)
+def unit_key(fleet: str, path: str, content: str) -> str:
+    """A team unit's key: the fleet's (``fleet_key``) and the team file's path and content digest."""
+    return digest(fleet, path, content)
 
 
 def team_unit_keys(fp: str, inputs: list[PolicyInput]) -> dict[str, str]:
@@ -78,13 +79,13 @@ def team_unit_keys(fp: str, inputs: list[PolicyInput]) -> dict[str, str]:
     fk = fleet_input_key(fp, inputs)
     if fk is None:
         return {}
-    return {i.shown: unit_key(fk, i.shown, i.data) for i in inputs if not i.is_fleet and i.data is not None}
+    return {i.shown: unit_key(fk, i.shown, i.digest) for i in inputs if not i.is_fleet and i.data is not None}
 
 
 def fleet_input_key(fp: str, inputs: list[PolicyInput]) -> str | None:
     """``fleet_key`` of the one fleet file (None without exactly one)."""
     fleet = [i for i in inputs if i.is_fleet and i.data is not None]
-    return fleet_key(fp, fleet[0].shown, fleet[0].data or b"") if len(fleet) == 1 else None
+    return fleet_key(fp, fleet[0].shown, fleet[0].digest) if len(fleet) == 1 else None
 
 
 class CacheEntryMissing(Exception):
