@@ -27,7 +27,7 @@ class Team:
     model: TeamFile
     src: SourceFile
 
-    @property
+    @cached_property  # ~100,000 questions at 5,000 teams, past two pydantic attributes
     def name(self) -> str:
         return self.model.metadata.name
 
