@@ -891,6 +891,44 @@ def test_a_sequence_of_edits_stays_the_uncached_result(tmp_path: Path, crds_dir:
 
 
 @pytest.mark.parametrize("block", [64, 2])
+def test_team_verdicts_are_kept_a_block_at_a_time(demo: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    """The team-scope rules' findings are kept per team (kind ``rules``) and a block of teams at a
+    time (kind ``verdicts``, the units' blocks over the team files in path order): after a one-team
+    edit the blocks without that team are read whole, its own block's other teams one by one, and
+    the findings (here FLEET011 in vision, ADM001 in search) are the uncached ones. With blocks of
+    2 on average the demo's teams make 4 blocks ([interns] [nlp] [recsys, search] [vision]); a
+    block of one team is kept only per team."""
+    from compiler.pipeline import units
+
+    monkeypatch.setattr(units, "BLOCK", block)
+    monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")  # the rules run in this process: their reads are counted
+    mutate(demo, "teams/vision.yaml", "clusters: [onprem]", "clusters: [onprem, cloud]")  # FLEET011: no budget there
+    mutate(demo, "teams/search.yaml", '  groups: ["acme:search"]\n', "")  # ADM001: nobody may submit
+    _check(demo, "none")
+    read: list[str] = []
+    real = Store.get
+
+    def get(self: Store, kind: str, key: str) -> Any:
+        found = real(self, kind, key)
+        if kind in ("verdicts", "rules") and found is not None:
+            read.append(kind)
+        return found
+
+    monkeypatch.setattr(Store, "get", get)
+    mutate(demo, "teams/nlp.yaml", "guaranteed: 32", "guaranteed: 24")
+    inc = _check(demo, "partial")
+    assert sorted({(d.code, d.location.file if d.location else "") for d in inc.diagnostics if d.code in ("FLEET011", "ADM001")}) == [
+        ("ADM001", "policies/teams/search.yaml"), ("FLEET011", "policies/teams/vision.yaml")]
+    # 64: the one block changed (nlp is in it), so the other 4 teams and the fleet one by one;
+    # 2: [recsys, search] whole, interns, vision and the fleet one by one
+    assert sorted(read) == (["rules"] * 5 if block == 64 else ["rules"] * 3 + ["verdicts"])
+    read.clear()
+    mutate(demo, "teams/nlp.yaml", "guaranteed: 24", "guaranteed: 16")
+    _check(demo, "partial")
+    assert sorted(read) == (["rules"] * 5 if block == 64 else ["rules"] * 3 + ["verdicts"])
+
+
+@pytest.mark.parametrize("block", [64, 2])
 def test_stored_units_rows_are_read_only_when_needed(demo: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
     """A stored unit's inventory rows are an entry of their own (kind ``rows``), read only when
     something needs them: not after a one-team edit; when OPS004 names the files of namespaces

@@ -60,6 +60,7 @@ from compiler.pipeline.units import (
     StoredVerdicts,
     fleet_input_key,
     team_unit_keys,
+    verdict_blocks,
 )
 from compiler.pipeline.waivers import expire
 
@@ -235,6 +236,7 @@ class Run:
         rec = compile_run(self, inputs, diags0)
         self.store.used.add(("checks", key_all))  # written by the child that ran the rules, and
         self.store.used.update(("rules", k) for k in [*self.team_keys.values(), self.fleet_key or ""])  # verdicts
+        self.store.used.update(("verdicts", k) for k, _ in verdict_blocks(self.team_keys))
         if self.reports:
             self.store.put("result", key_all, rec.plain())
         result = self.output(rec, "partial" if self.reused else "none")  # reads the last run's digests: first
@@ -243,7 +245,7 @@ class Run:
             self.store.used.add(("result", last))
         self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas", "digests",
                           "last", "rules", "verified", "rendered", "listed", "owners", "ownsec", "repo", "rows",
-                          "block", "parses"))
+                          "block", "parses", "verdicts"))
         return result
 
     def key_of(self, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> str:

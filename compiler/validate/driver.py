@@ -84,6 +84,9 @@ class Verdicts(Protocol):
 
     def put_fleet(self, found: list[Diagnostic]) -> None: ...
 
+    def done(self) -> None:
+        """Every team's findings have been asked for (or put)."""
+
 
 def run_checks(policy: Policy, verdicts: Verdicts | None = None) -> list[Diagnostic]:
     out = None if verdicts is None else verdicts.fleet()
@@ -99,6 +102,8 @@ def run_checks(policy: Policy, verdicts: Verdicts | None = None) -> list[Diagnos
             if verdicts is not None:
                 verdicts.put(team, found)
         out.extend(found)
+    if verdicts is not None:
+        verdicts.done()
     for check in checks_of(Scope.POLICY):
         out.extend(check(policy))
     return out
