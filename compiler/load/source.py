@@ -106,6 +106,14 @@ class SourceFile:
     # Supplies both position tables on first use (the incremental cache: a run locates nodes of
     # a few files, if any, so the other thousand tables are never read).
     lazy_positions: Callable[[], Positions] | None = field(default=None, repr=False, compare=False)
+    # Where ``data`` holds a null (``blank_paths``): kept with the parse by the incremental cache,
+    # which then walks no stored file's data again (0.09 s of the rules' process at 5,000 teams).
+    blanks: list[YamlPath] | None = field(default=None, repr=False, compare=False)
+
+    def blank_paths(self) -> list[YamlPath]:
+        if self.blanks is None:
+            self.blanks = blank_paths(self.data)
+        return self.blanks
 
     def locate(self, path: YamlPath, *, key: bool = False) -> Location:
         """Position of ``path``, or of its nearest ancestor that exists."""
@@ -122,6 +130,31 @@ class SourceFile:
                 return Location(self.path, line, col)
             p = p[:-1]
         return Location(self.path, *self.positions.get((), (1, 1)))
+
+
+def blank_paths(data: Any, path: YamlPath = ()) -> list[YamlPath]:
+    """Where ``data`` holds a null, depth first in document order (SCHEMA301's blanks). Recurses
+    into containers only (a policy is mostly scalars: 90,000 nodes at 1,000 teams)."""
+    out: list[YamlPath] = []
+    _collect_blanks(data, path, out)
+    return out
+
+
+def _collect_blanks(data: Any, path: YamlPath, out: list[YamlPath]) -> None:
+    if isinstance(data, dict):
+        items: Any = data.items()
+    elif isinstance(data, list):
+        items = enumerate(data)
+    else:
+        return
+    for k, v in items:
+        t = type(v)
+        if t is str or t is int:  # most values: nothing below them
+            continue
+        if v is None:
+            out.append(path + (k,))
+        elif t is dict or t is list or isinstance(v, (dict, list)):
+            _collect_blanks(v, path + (k,), out)
 
 
 _INT = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from compiler.cache.records import DiagRecord, diag_in, diag_out
 from compiler.cache.store import compiler_fingerprint, digest
 from compiler.diagnostics import Diagnostic, has_errors
-from compiler.load.source import PolicySources, Positions, SourceFile, load_text
+from compiler.load.source import PolicySources, Positions, SourceFile, YamlPath, load_text
 from compiler.pipeline.run import PolicyInput, Run
 from compiler.pipeline.units import blocks_of
 from compiler.pipeline.waivers import expire
@@ -74,7 +74,7 @@ def load(run: Run, inputs: list[PolicyInput]) -> tuple[PolicySources, list[Diagn
             parses = [_parse(run, i, key, fresh) for i, key in block]
             if len(block) > 1:
                 run.store.put("parses", bkey, parses)
-        for (i, key), (parsed, found) in zip(block, parses):
+        for (i, key), (parsed, found, blanks) in zip(block, parses):
             diags.extend(diag_in(x) for x in found)
             if parsed is None:
                 continue
@@ -82,7 +82,7 @@ def load(run: Run, inputs: list[PolicyInput]) -> tuple[PolicySources, list[Diagn
             if src is None:
                 text = i.data.decode("utf-8") if i.data is not None else ""
                 src = SourceFile(i.shown, text[1:] if text.startswith("\ufeff") else text, parsed,
-                                 lazy_positions=_positions(run, key, i.shown, i.data or b""))
+                                 lazy_positions=_positions(run, key, i.shown, i.data or b""), blanks=blanks)
             if i.is_fleet:
                 fleet = src
             else:
@@ -90,19 +90,21 @@ def load(run: Run, inputs: list[PolicyInput]) -> tuple[PolicySources, list[Diagn
     return PolicySources(fleet, teams), diags
 
 
-def _parse(run: Run, i: PolicyInput, key: str, fresh: dict[str, SourceFile]) -> tuple[Any, list[DiagRecord]]:
-    """One file's parse and load diagnostics (kind ``load``), parsed now if the store lacks it
-    (its source then goes to ``fresh``); its position tables are kept apart (kind ``pos``)."""
+def _parse(run: Run, i: PolicyInput, key: str, fresh: dict[str, SourceFile]
+           ) -> tuple[Any, list[DiagRecord], list[YamlPath] | None]:
+    """One file's parse, load diagnostics and blanks (``SourceFile.blanks``; kind ``load``),
+    parsed now if the store lacks it (its source then goes to ``fresh``); its position tables are
+    kept apart (kind ``pos``)."""
     hit = run.store.get("load", key)
     if hit is not None:
         run.store.used.add(("pos", key))
-        parsed, found = hit
-        return parsed, found
+        parsed, found, blanks = hit
+        return parsed, found, blanks
     src, diags = load_text(i.shown, i.data or b"")
     if src is not None:
         fresh[key] = src
         run.store.put("pos", key, (src.positions, src.key_positions))
-    value = (None if src is None else src.data, [diag_out(x) for x in diags])
+    value = (None if src is None else src.data, [diag_out(x) for x in diags], None if src is None else src.blank_paths())
     run.store.put("load", key, value)
     return value
 
