@@ -75,9 +75,22 @@ def _unreadable(root: Path) -> None:
         p.mkdir()
 
 
+def _fifo(root: Path) -> None:
+    for p in _entries(root):  # a FIFO nobody writes to: opening it must not wait for a writer
+        p.unlink()
+        os.mkfifo(p)
+
+
+def _link(root: Path) -> None:
+    for p in _entries(root):  # a link to the entry's own bytes moved aside: never followed
+        aside = p.with_name(f".{p.name}.aside")
+        p.rename(aside)
+        p.symlink_to(aside.name)
+
+
 FAULTS: dict[str, Callable[[Path], None]] = {
     "flip": _flip, "truncate": _truncate, "swap": _swap, "garbage": _garbage, "file": _file,
-    "unreadable": _unreadable,
+    "unreadable": _unreadable, "fifo": _fifo, "link": _link,
 }
 
 

@@ -75,3 +75,35 @@ def in_child(fn: Callable[..., Any], *args: Any, nice: int = 5) -> Pending:
         return fn(*args)  # the child failed: run it here, where an error is reported normally
 
     return Pending(result)
+
+
+class Tasks:
+    """``n`` tasks that the processes of one fork share, each taken once, by whichever process asks
+    first (``take``): a byte per task in a pipe that nobody writes to any more, made before the
+    fork. A read of one byte from a pipe is atomic, and an empty pipe without a writer reads as its
+    end, so no process ever waits. Without a usable fork, one process takes them all in order."""
+
+    def __init__(self, n: int) -> None:
+        self._fd: int | None = None
+        self._left = list(range(n - 1, -1, -1))
+        if n and _usable():
+            r, w = os.pipe()
+            try:
+                os.write(w, bytes(range(n)))  # n < 256: far below a pipe's capacity
+            finally:
+                os.close(w)
+            self._fd = r
+            self._left = []
+
+    def take(self) -> int | None:
+        """The next task nobody has taken, or None when none is left."""
+        if self._fd is None:
+            return self._left.pop() if self._left else None
+        data = os.read(self._fd, 1)
+        return data[0] if data else None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+

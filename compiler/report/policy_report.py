@@ -279,7 +279,29 @@ def _attribution_section(policy: Policy) -> list[str]:
     return lines
 
 
+def _markdown_part(policy: Policy) -> dict[str, bytes]:
+    return {"REPORT.md": render_markdown(policy), **contract_files(policy)}
+
+
+def _json_part(policy: Policy) -> dict[str, bytes]:
+    return {"allocation.json": render_json(policy)}
+
+
+# The reports in parts that two processes may share (compiler.pipeline.stages), the larger first:
+# REPORT.md (with the node contracts), then allocation.json.
+REPORT_PARTS: tuple[Callable[[Policy], dict[str, bytes]], ...] = (_markdown_part, _json_part)
+
+
+def in_order(files: dict[str, bytes]) -> dict[str, bytes]:
+    """The parts' files in ``policy_reports``' order, however they were put together."""
+    first = [name for name in ("REPORT.md", "allocation.json") if name in files]
+    return {**{name: files[name] for name in first}, **{k: v for k, v in files.items() if k not in first}}
+
+
 def policy_reports(policy: Policy) -> dict[str, bytes]:
     """The ``out/`` files that describe the whole policy: REPORT.md, allocation.json and the
     node contracts of clusters without Karpenter (``out/reports/``)."""
-    return {"REPORT.md": render_markdown(policy), "allocation.json": render_json(policy), **contract_files(policy)}
+    files: dict[str, bytes] = {}
+    for part in REPORT_PARTS:
+        files.update(part(policy))
+    return in_order(files)
