@@ -3,8 +3,6 @@ once, by whichever process asks first, and nobody waits for a task nobody has le
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from compiler.cache import forked
