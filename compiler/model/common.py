@@ -31,8 +31,22 @@ def _schema(pattern: str, max_length: int) -> WithJsonSchema:
 
 
 def _matches(pattern: str, max_length: int) -> Callable[[str], bool]:
+    """The rule as a test, remembering the names it passed (a policy repeats its cluster, class
+    and department names in every team file: 200,000 names at 5,000 teams, half of pydantic's own
+    time there), up to a bound."""
     rx = re.compile(pattern)
-    return lambda v: len(v) <= max_length and rx.fullmatch(v) is not None
+    passed: set[str] = set()
+
+    def test(v: str) -> bool:
+        if v in passed:
+            return True
+        if len(v) <= max_length and rx.fullmatch(v) is not None:
+            if len(passed) < 1 << 16:
+                passed.add(v)
+            return True
+        return False
+
+    return test
 
 
 _is_label, _is_subdomain = _matches(DNS_LABEL, 63), _matches(DNS_SUBDOMAIN, 253)

@@ -7,6 +7,7 @@ Apart from ``compiler.pipeline.run`` (the run and its result) so that each stays
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from compiler.cache.records import DiagRecord, RunRecord, diag_in, diag_out
@@ -46,8 +47,14 @@ T = TypeVar("T")
 def ends_block(path: str) -> bool:
     """Whether a block of consecutive team files (or their units) ends after the file at ``path``:
     decided by the path alone (content-defined, as in chunking), so adding or removing a team
-    changes its own block only."""
-    return int(digest("block", path)[:8], 16) % BLOCK == 0
+    changes its own block only. Asked four times per file and run (parses, units, verdicts, the
+    verdicts' liveness), hence remembered."""
+    return _ends(path, BLOCK)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _ends(path: str, block: int) -> bool:
+    return int(digest("block", path)[:8], 16) % block == 0
 
 
 def blocks_of(items: Sequence[T], path: Callable[[T], str]) -> list[list[T]]:

@@ -161,19 +161,21 @@ def check_provisionable(rt: ClusterRuntime) -> Iterator[Diagnostic]:
 
 
 def check_namespace_waves(rt: ClusterRuntime) -> Iterator[Diagnostic]:
-    # per namespace, what creates it and the earliest wave that does: a (component, namespace)
-    # pair is in time when its component creates the namespace or an earlier wave does (one
-    # lookup per pair: 80,000 pairs at 1,000 teams)
-    makers = {ns: {src for src, _ in sources} for ns, sources in rt.namespace_sources.items()}
-    first = {ns: min(w for _, w in sources) for ns, sources in rt.namespace_sources.items() if sources}
-    never = 10**9
+    # a (component, namespace) pair is in time when its component creates the namespace or an
+    # earlier wave does: the namespace's few creators read per pair (200,000 pairs at 5,000 teams;
+    # no index of every namespace's creators built first)
     waves = rt.waves
+    sources_of = rt.namespace_sources
     pairs: list[tuple[str, str]] = []
     for component, ns in rt.namespaced:  # the verdict is the pair's
         wave = waves.get(component)
-        if wave is None or first.get(ns, never) < wave or component in makers.get(ns, ()):
+        if wave is None:
             continue
-        pairs.append((component, ns))
+        for src, w in sources_of.get(ns, ()):
+            if w < wave or src == component:
+                break
+        else:
+            pairs.append((component, ns))
     paths = rt.paths() if pairs else {}  # a finding names each file: read from the rows
     late = [(relpath, component, ns) for component, ns in pairs for relpath in paths.get((component, ns), ())]
     for relpath, component, ns in sorted(late):
