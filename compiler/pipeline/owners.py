@@ -1,4 +1,4 @@
-"""CODEOWNERS from the team units' parts, in a child started before the parent reads the units.
+"""CODEOWNERS from the team units' parts, rendered while the run would wait for the rules.
 
 CODEOWNERS reads the sources of every ``out/`` file (``compiler.report.codeowners``): at 1,000
 teams merging the units' parts and rendering them took ~0.3 s of CPU, which the parent waited for.
@@ -6,8 +6,8 @@ With a store each unit's part is an entry of its own (kind ``owners``, by the un
 so is its *section*, the team's lines of the file (kind ``ownsec``). A team's section reads only
 its unit's part and the fleet-scope files' part where it concerns the team (``fleet_share``):
 the namespaces the unit's files sit in, the namespaces the fleet's files give the team, and the
-fleet's files the team owns alone. So the child, started once the units this run computes are
-computed, reads each team's section and uses it as long as the fleet's share for the team is
+fleet's files the team owns alone. So the run, once it has lowered and verified everything else
+and would wait for the rules' process (``Run.meanwhile``), reads each team's section and uses it as long as the fleet's share for the team is
 the one it was rendered with (a digest kept with it) and no other unit has files in the team's
 namespaces (a namespace claimed twice is FLEET004's error, but the file is right either way:
 such a run merges every part, as without a store). A part or section missing from the store (an

@@ -24,7 +24,8 @@ Units, by the scope of what they read:
   read the fleet and their team only (``tests/test_rule_scopes.py``);
 - *output*: ArgoCD objects, GITOPS006, CODEOWNERS and the bootstrap report, which read the merged
   inventories of all units (``compiler.model.inventory``), never the units' objects; CODEOWNERS
-  reads each unit's part of it (kind ``owners``) in a child of its own (``compiler.pipeline.owners``);
+  reads each unit's part of it (kind ``owners``; ``compiler.pipeline.owners``), with a store while
+  this process would wait for the rules (``Run.meanwhile``), without one in a child of its own;
 - *run*: the whole result, keyed by every input: an unchanged tree compiles nothing. The digests
   of every ``out/`` file are the last run's, patched with the units that came and went
   (``Run.out_digests``).
@@ -194,6 +195,7 @@ class Run:
         self.files: dict[str, dict[str, str]] = {}  # unit key -> digests of its files
         self.repo: dict[str, bytes] = {}  # digest -> a repository file this run rendered (``keep_repo``)
         self.children: list[Pending] = []  # forked work; reaped whatever path compile() takes
+        self.meanwhile: list[Pending] = []  # this process's work for while it would wait for the rules
         self.policy: Policy | None = None
         self.lowered: list[Manifest] = []
         self.reused = 0  # team units taken from the store

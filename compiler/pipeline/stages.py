@@ -68,7 +68,8 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
         # CPU end after this process's lowering), so it runs at this process's priority (`validate`
         # 3.23 -> 2.95 s there, the same at 1,000 teams), and the reports' two parts go to whichever
         # process is free first: this one takes its share when it would otherwise wait for the
-        # rules (``Tasks``; 2.50 -> 2.32 s at 5,000 teams, bench/README.md).
+        # rules (``Tasks``; 2.50 -> 2.32 s at 5,000 teams, bench/README.md), after the work it
+        # keeps for that moment (``Run.meanwhile``: CODEOWNERS).
         if run.store.off:
             checks = in_child(semantic_rules, policy, run)
             reports = in_child(reports_or_none, policy) if run.reports else Pending(lambda: None)
@@ -77,7 +78,7 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
             tasks = Tasks(len(REPORT_PARTS) if run.reports else 0)
             unit = in_child(policy_unit, policy, run, tasks, nice=0)
             mine = Pending(lambda: report_parts(policy, tasks))
-            checks = Pending(lambda: (mine(), unit()[0])[1])
+            checks = Pending(lambda: ([job() for job in run.meanwhile], mine(), unit()[0])[2])
             reports = Pending(lambda: joined(unit()[1], mine()))
             run.children += [unit, Pending(tasks.close)]
         run.lap("validate")
@@ -224,8 +225,9 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
 def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: str,
                shown_out: str) -> tuple[list[UnitRecord], list[str], list[FileFacts], Pending]:
     """Every team unit, computed or from the store, merged into ``inventory`` in the teams' order,
-    with the OPS model's parts (the fleet-scope files' first) and, with a store, CODEOWNERS started
-    in a child (without one it reads the merged inventory, started by the caller). Returns the
+    with the OPS model's parts (the fleet-scope files' first) and, with a store, CODEOWNERS to
+    render while the run would wait for the rules (``Run.meanwhile``; without one it reads the
+    merged inventory, in a child the caller starts). Returns the
     records merged, each of one unit or, with a store, of a block of them (``pipeline.blocks``),
     and the units' keys."""
     runtime_parts: list[FileFacts] = [file_facts(inventory.files)]
@@ -234,17 +236,20 @@ def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: s
     owners = Pending(lambda: None)  # diff compares out/ only
     computed: dict[str, Unit] = {}
     if not run.store.off and run.reports:
-        # The units missing from the store first, then CODEOWNERS starts in a child that reads the
-        # other units' parts itself (compiler.pipeline.owners) while this process reads their records.
+        # The units missing from the store first; CODEOWNERS reads the other units' parts itself
+        # (compiler.pipeline.owners), rendered in this process when it would wait for the rules:
+        # in a child of its own (at +5) it shared the two cores three ways and copied the pages it
+        # touched (validate after a one-team edit 1.005 -> 0.885 s at 1,000 teams, 2.25 -> 2.19 s
+        # at 5,000; medians of 10 and 8 interleaved rounds).
         known: dict[str, OwnedPart] = {}
         present = run.store.keys("unit")
         for team, key in keys:
             if run.shared is None and key not in present:
                 computed[key] = compute_unit(run, policy, team, key, known)
         fleet_part = owned_part(inventory.files, {t.path: t.name for t in policy.teams})
-        owners = in_child(kept, run.store, codeowners_of, run.store, policy, fleet_part, known, keys, shown_policies,
-                          shown_out)
-        run.children.append(owners)
+        owners = Pending(lambda: kept(run.store, codeowners_of, run.store, policy, fleet_part, known, keys,
+                                      shown_policies, shown_out))
+        run.meanwhile.append(owners)
     if not run.store.off and run.shared is None:
         for block in unit_blocks(keys):
             whole, read = unit_block(run, policy, block, computed)
@@ -330,7 +335,7 @@ def compute_unit(run: Run, policy: Policy, team: Team, key: str,
     if not run.store.off:
         owned = unit_owners(team_inventory, team)
         run.store.put("owners", key, owned)
-        run.store.used.add(("ownsec", key))  # written by the child that renders CODEOWNERS
+        run.store.used.add(("ownsec", key))  # written when CODEOWNERS is rendered
         if known is not None:
             known[key] = owned
     rec = new_unit(run, key, team.path, ms, team_inventory, file_facts(team_inventory.files))
