@@ -88,7 +88,7 @@ def test_pie_ties_and_bools(org: Policy) -> None:
     """Equal guarantees order by team; a guarantee read as a bool is written as before."""
     cluster, cid = next((c, k) for c, by_id in org.classes.items() for k in by_id
                         if len(org.allocation.for_class(c, k)) > charts.PIE_SLICES)
-    entries = [replace(e, guaranteed=Resolved(True if i % 3 == 0 else 2, "team"))
+    entries = [e._replace(guaranteed=Resolved(True if i % 3 == 0 else 2, "team"))
                for i, e in enumerate(org.allocation.entries)]
     policy = replace(org, allocation=Allocation(tuple(entries), org.allocation.capacity))
     cap = policy.classes[cluster][cid].capacity
