@@ -199,3 +199,87 @@ def test_the_scan_after_a_recorded_write_reads_nothing(tmp_path: Path, monkeypat
     assert not exact
     found, _ = scan_tree(out, state)
     assert found == _truth(out) and found["b/z.yaml"] == content_digest(b"7\n")
+
+
+def _shared(out: Path, known: dict[str, Any] | None, split: list[int]) -> Any:
+    """``scan_tree`` as two processes share it: the first share walks the root and the subtrees
+    whose indexes ``split`` lists, the second the others (both take from one queue, in order)."""
+    from compiler.cache.tree_state import joined_shares, scan_share, top_dirs
+
+    tops = top_dirs(out)
+    first = [i for i in range(len(tops)) if i in split]
+    second = [i for i in range(len(tops)) if i not in split]
+    a, _ = scan_share(out, known, tops, lambda: first.pop(0) if first else None, with_root=True)
+    b, _ = scan_share(out, known, tops, lambda: second.pop(0) if second else None, with_root=False)
+    return joined_shares(known, [a, b], tops)
+
+
+@pytest.mark.parametrize("split", [[], [0], [1], [0, 1], [0, 2]])
+def test_a_scan_shared_by_two_processes_is_the_scan(tmp_path: Path, split: list[int]) -> None:
+    """However the subtrees are shared, the joined shares are ``scan_tree``'s answer: unchanged
+    (no new state), after an edit in place, after a file added and one removed, after a subtree
+    added and one removed."""
+    out = tmp_path / "out"
+    write_tree(out, {**FILES, "d/v.yaml": b"6\n"})
+    assert _shared(out, None, split)[0] == scan_tree(out, None)[0]
+    known = _settled(scan_tree(out, None)[1])
+    assert _shared(out, known, split) == scan_tree(out, known) == (_truth(out), None)
+    (out / "b/c/w.yaml").write_bytes(b"7\n")
+    (out / "a/new.yaml").write_bytes(b"8\n")
+    (out / "a/x.yaml").unlink()
+    time.sleep(0.01)
+    got, want = _shared(out, known, split), scan_tree(out, known)
+    assert got[0] == want[0] == _truth(out) and got[1] is not None and want[1] is not None
+    assert got[1]["dirs"] == want[1]["dirs"]
+    known = _settled(want[1])
+    (out / "e").mkdir()
+    (out / "e/u.yaml").write_bytes(b"9\n")
+    for rel in ("d/v.yaml",):
+        (out / rel).unlink()
+    (out / "d").rmdir()
+    time.sleep(0.01)
+    got, want = _shared(out, known, split), scan_tree(out, known)
+    assert got[0] == want[0] == _truth(out) and got[1]["dirs"] == want[1]["dirs"]
+
+
+def test_a_share_lost_or_a_tree_moved_is_scanned_whole(tmp_path: Path) -> None:
+    """A subtree in no share (a child that failed after taking it), or a root whose subdirectories
+    are no longer those the shares were planned with, gives no joined answer: the caller scans
+    the tree whole."""
+    from compiler.cache.tree_state import joined_shares, scan_share, top_dirs
+
+    out = tmp_path / "out"
+    write_tree(out, FILES)
+    tops = top_dirs(out)
+    root, _ = scan_share(out, None, tops, lambda: None, with_root=True)  # the subtrees' share lost
+    assert joined_shares(None, [root], tops) is None
+    (out / "f").mkdir()  # a subdirectory the plan does not know
+    moved, _ = scan_share(out, None, tops, lambda: None, with_root=True)
+    assert moved[3] is True
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_check_and_build_through_the_shared_scan(demo_repo: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 fork: bool) -> None:
+    """``check`` and ``build`` with the scan forked (the child usually takes every subtree) and in
+    one process (this process takes them all before the scan's own share runs): an edit in place
+    in ``out/`` is found, and the build repairs it."""
+    import subprocess
+
+    from conftest import gpupolicy_exe
+
+    env = {**os.environ}
+    if not fork:
+        env["GPUPOLICY_NO_FORK"] = "1"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([gpupolicy_exe(), *args, "--root", str(demo_repo)], capture_output=True, text=True,
+                              env=env, cwd=demo_repo)
+
+    assert run("build").returncode == 0
+    assert run("check").returncode == 0
+    target = next(p for p in sorted((demo_repo / "out").rglob("*.yaml")))
+    target.write_text(target.read_text() + "# edited\n")
+    done = run("check")
+    assert done.returncode == 1 and str(target.relative_to(demo_repo)) in done.stderr
+    assert run("build").returncode == 0 and run("check").returncode == 0

@@ -11,7 +11,7 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Callable, cast
 
 from compiler.cache.store import RACY_NS, content_digest
 
@@ -62,7 +62,8 @@ class _Walk:
         self.dirs: dict[str, DirState] = {}
         self.same = True  # every directory as recorded
 
-    def walk(self, path: str, prefix: str) -> None:
+    def walk(self, path: str, prefix: str, defer: list[str] | None = None) -> None:
+        """The directory at ``path`` and, unless ``defer`` takes their names, its subdirectories."""
         names, stats = _lstat_all(path, os.listdir(path))
         keys = marshal.dumps(stats, 2)
         old = self.old.get(prefix)
@@ -73,10 +74,12 @@ class _Walk:
                 self.digests.update(zip(map(prefix.__add__, names), old[2]))
                 return
             for name, d in zip(names, old[2]):
-                if d == _SUBDIR:
-                    self.walk(f"{path}/{name}", f"{prefix}{name}/")
-                else:
+                if d != _SUBDIR:
                     self.digests[prefix + name] = d
+                elif defer is not None:
+                    defer.append(name)
+                else:
+                    self.walk(f"{path}/{name}", f"{prefix}{name}/")
             return
         self.same = False
         rels = list(map(prefix.__add__, names)) if self.written else []
@@ -86,12 +89,12 @@ class _Walk:
             found = cast("list[str]", given)  # files just written (record_tree): in C loops
             self.digests.update(zip(rels, found))
         else:
-            found = self.each(path, prefix, names, stats, old)  # file by file
+            found = self.each(path, prefix, names, stats, old, defer)  # file by file
         newest = max(max(map(_MTIME, stats), default=_EARLIEST), max(map(_CTIME, stats), default=_EARLIEST))
         self.dirs[prefix] = (names, keys, found, newest)
 
     def each(self, path: str, prefix: str, names: list[str], stats: list[tuple[int, ...]],
-             old: DirState | None) -> list[str]:
+             old: DirState | None, defer: list[str] | None = None) -> list[str]:
         """A directory that differs from its state, file by file: a file whose stat is as recorded
         (and not too recent) keeps its digest, a file just written has the writer's, the others
         are read."""
@@ -99,7 +102,10 @@ class _Walk:
         found: list[str] = []
         for name, st in zip(names, stats):
             if stat.S_ISDIR(st[0]):
-                self.walk(f"{path}/{name}", f"{prefix}{name}/")
+                if defer is not None:
+                    defer.append(name)
+                else:
+                    self.walk(f"{path}/{name}", f"{prefix}{name}/")
                 found.append(_SUBDIR)
                 continue
             rel = prefix + name
@@ -141,6 +147,69 @@ def scan_tree(root: Path, known: dict[str, Any] | None) -> tuple[dict[str, str],
     if walk.old and walk.same and walk.dirs.keys() == walk.old.keys():
         return walk.digests, None
     return walk.digests, walk.state(at)
+
+
+def top_dirs(root: Path) -> list[str]:
+    """The names of ``root``'s subdirectories (not links), sorted: the parts of a shared scan."""
+    try:
+        with os.scandir(root) as it:
+            return sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+# One process's share of a scan (``scan_share``): when it began, whether every directory it walked
+# was as recorded, those directories' states, and whether the root's subdirectories were not the
+# ones the share was planned with (the tree changed meanwhile: scan it whole instead).
+Share = tuple[int, bool, dict[str, DirState], bool]
+
+
+def scan_share(root: Path, known: dict[str, Any] | None, tops: list[str], take: Callable[[], int | None],
+               with_root: bool) -> tuple[Share, int]:
+    """``scan_tree``'s walk shared between processes: ``root`` itself (``with_root``), its
+    subdirectories left to the shares, then each subtree ``tops[i]`` for the ``i`` that ``take``
+    gives, until none is left. Returns the share and how many subtrees it took."""
+    at = time.time_ns()
+    walk = _Walk(known, None)
+    moved = False
+    if with_root and root.is_dir():
+        deferred: list[str] = []
+        walk.walk(str(root), "", deferred)
+        moved = sorted(deferred) != tops
+    taken = 0
+    while (i := take()) is not None:
+        taken += 1
+        path = f"{root}/{tops[i]}"
+        try:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                moved = True
+                continue
+            walk.walk(path, f"{tops[i]}/")
+        except OSError:
+            moved = True
+    return (at, walk.same, walk.dirs, moved), taken
+
+
+def joined_shares(known: dict[str, Any] | None, shares: list[Share], tops: list[str]
+                  ) -> tuple[dict[str, str], dict[str, Any] | None] | None:
+    """``scan_tree``'s answer from the shares of one scan, or None when the tree moved under them
+    or a subtree is in no share (a share lost with a failed child): every file's digest is in its
+    directory's state, and the state is new unless every directory is as recorded and none is
+    gone."""
+    if any(moved for _, _, _, moved in shares):
+        return None
+    dirs: dict[str, DirState] = {}
+    for _, _, part, _ in shares:
+        dirs.update(part)
+    if "" not in dirs and tops or any(f"{top}/" not in dirs for top in tops):
+        return None
+    digests: dict[str, str] = {}
+    for prefix, (names, _, found, _) in dirs.items():
+        digests.update((prefix + name, d) for name, d in zip(names, found) if d != _SUBDIR)
+    old = (known or {}).get("dirs") if (known or {}).get("format") == STATE_FORMAT else None
+    if old and all(same for _, same, _, _ in shares) and dirs.keys() == old.keys():
+        return digests, None
+    return digests, {"format": STATE_FORMAT, "at": min(at for at, _, _, _ in shares), "dirs": dirs}
 
 
 def record_tree(root: Path, written: dict[str, str]) -> tuple[dict[str, Any], bool]:

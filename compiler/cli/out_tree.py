@@ -9,12 +9,12 @@ rather than a read; files whose stat changed, or whose mtime is too recent to tr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from compiler.cache.forked import in_child
+from compiler.cache.forked import Tasks, in_child
 from compiler.cache.records import RunRecord
 from compiler.cache.store import Store, content_digest, digest
-from compiler.cache.tree_state import STATE_FORMAT, record_tree, scan_tree
+from compiler.cache.tree_state import STATE_FORMAT, Share, joined_shares, record_tree, scan_share, scan_tree, top_dirs
 from compiler.diagnostics import UsageError
 from compiler.emit.tree import write_file_atomic, write_tree
 from compiler.pipeline.run import Result
@@ -26,14 +26,17 @@ def _state_key(out_dir: Path) -> str:
     return digest("outstate", str(STATE_FORMAT), str(out_dir.resolve()))
 
 
-def _scan(out_dir: Path, store: Store | None, summary: bool) -> dict[str, str] | tuple[str, Any]:
-    """Digests of the tree; the new state goes straight to the cache (it is large). ``summary``:
-    a tree unchanged since a build recorded it as that build's output (kind ``written``, beside
-    the state it holds for) is answered as ``("written", what the build wrote)``, without its
-    82,000 digests (``stale``)."""
+def _known(out_dir: Path, store: Store | None) -> dict[str, Any] | None:
+    return store.get("outstate", _state_key(out_dir)) if store is not None else None
+
+
+def _finish(out_dir: Path, store: Store | None, summary: bool, known: dict[str, Any] | None,
+            digests: dict[str, str], state: dict[str, Any] | None) -> dict[str, str] | tuple[str, Any]:
+    """A scan's answer: the digests of the tree; the new state goes straight to the cache (it is
+    large). ``summary``: a tree unchanged since a build recorded it as that build's output (kind
+    ``written``, beside the state it holds for) is answered as ``("written", what the build
+    wrote)``, without its 82,000 digests (``stale``)."""
     key = _state_key(out_dir)
-    known = store.get("outstate", key) if store is not None else None
-    digests, state = scan_tree(out_dir, known)
     if store is not None and state is not None:
         store.put("outstate", key, state)
         store.discard("written", key)  # the tree is no longer known to be a build's output
@@ -44,21 +47,70 @@ def _scan(out_dir: Path, store: Store | None, summary: bool) -> dict[str, str] |
     return digests
 
 
+def _scan(out_dir: Path, store: Store | None, summary: bool, tops: list[str], tasks: Tasks) -> Any:
+    """The forked scan: the root and the subtrees it takes (``scan_share``). Having taken them all,
+    it answers as one process would (``_finish``); else it returns its share for the parent to
+    join, the directories as recorded by name only (the parent holds the recorded state too)."""
+    known = _known(out_dir, store)
+    share, taken = scan_share(out_dir, known, tops, tasks.take, with_root=True)
+    if taken == len(tops):
+        joined = joined_shares(known, [share], tops)
+        digests, state = joined if joined is not None else scan_tree(out_dir, known)
+        return "done", _finish(out_dir, store, summary, known, digests, state)
+    old = (known or {}).get("dirs") or {}
+    at, same, dirs, moved = share
+    kept = [p for p, d in dirs.items() if old.get(p) is d]
+    return "share", (at, same, kept, {p: d for p, d in dirs.items() if old.get(p) is not d}, moved)
+
+
 class TreeScan:
     """The digests of ``out/`` as it is on disk. The scan (a stat per file, a read for the
-    changed ones) runs in a forked child while the parent compiles (``compiler.cli.out_tree``)."""
+    changed ones) runs in a forked child while the parent compiles; the subtrees it has not
+    reached when the parent asks for the result are the parent's to scan (``Tasks``: an
+    unchanged 416,000-file tree at 5,000 teams is two seconds of stat calls)."""
 
     def __init__(self, out_dir: Path, store: Store | None, summary: bool = False) -> None:
         self.out_dir = out_dir
         self.store = store
-        self._result = in_child(_scan, out_dir, store, summary)
+        self.summary_only = summary
+        self.tops = top_dirs(out_dir)
+        self.tasks = Tasks(len(self.tops))
+        self._child = in_child(_scan, out_dir, store, summary, self.tops, self.tasks)
+        self._answer: dict[str, str] | tuple[str, Any] | None = None
+
+    def _joined(self) -> dict[str, str] | tuple[str, Any]:
+        if self._answer is None:
+            known: dict[str, Any] | None = None
+            mine: list[Share] = []
+            first = self.tasks.take()
+            if first is not None:  # the child has not reached every subtree: scan the rest here
+                known = _known(self.out_dir, self.store)
+                given = [first]
+                share, _ = scan_share(self.out_dir, known, self.tops,
+                                      lambda: given.pop() if given else self.tasks.take(), with_root=False)
+                mine.append(share)
+            how, got = self._child()
+            self.tasks.close()
+            if how == "done":
+                self._answer = got
+            else:
+                if not mine:
+                    known = _known(self.out_dir, self.store)
+                old = (known or {}).get("dirs") or {}
+                at, same, kept, changed, moved = got
+                theirs: Share = (at, same, {**{p: old[p] for p in kept if p in old}, **changed},
+                                 moved or any(p not in old for p in kept))
+                joined = joined_shares(known, [theirs, *mine], self.tops)
+                digests, state = joined if joined is not None else scan_tree(self.out_dir, known)
+                self._answer = _finish(self.out_dir, self.store, self.summary_only, known, digests, state)
+        return self._answer
 
     def result(self) -> dict[str, str]:
-        got = self._result()
+        got = self._joined()
         return got if isinstance(got, dict) else scan_tree(self.out_dir, None)[0]
 
     def summary(self) -> dict[str, str] | tuple[str, Any]:
-        return cast("dict[str, str] | tuple[str, Any]", self._result())
+        return self._joined()
 
 
 def stale(scan: TreeScan, root: Path, shown_out: str, out: Result, store: Store | None
