@@ -3,6 +3,8 @@ once, by whichever process asks first, and nobody waits for a task nobody has le
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from compiler.cache import forked
@@ -42,3 +44,13 @@ def test_no_task_left_is_an_answer_not_a_wait() -> None:
     tasks.close()
     tasks.close()  # twice is fine
     assert tasks.take() is None  # and none after closing
+
+
+def test_tasks_forgotten_close_their_pipe() -> None:
+    """A run that stops before it asks for its tasks (a failed compile) leaks no descriptor."""
+    if not forked._usable():
+        pytest.skip("needs a fork (Linux, two cores, no threads)")
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(50):
+        Tasks(3)
+    assert len(os.listdir("/proc/self/fd")) == before

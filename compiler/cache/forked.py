@@ -107,3 +107,6 @@ class Tasks:
             os.close(self._fd)
             self._fd = None
 
+    def __del__(self) -> None:  # a run that stops early (a failed compile) never asks again
+        self.close()
+
