@@ -60,7 +60,8 @@ def _scan(out_dir: Path, store: Store | None, summary: bool, tops: list[str], ta
     old = (known or {}).get("dirs") or {}
     at, same, dirs, moved = share
     kept = [p for p, d in dirs.items() if old.get(p) is d]
-    return "share", (at, same, kept, {p: d for p, d in dirs.items() if old.get(p) is not d}, moved)
+    return "share", (at, same, kept, {p: d for p, d in dirs.items() if old.get(p) is not d}, moved,
+                     (known or {}).get("at"))
 
 
 class TreeScan:
@@ -97,9 +98,9 @@ class TreeScan:
                 if not mine:
                     known = _known(self.out_dir, self.store)
                 old = (known or {}).get("dirs") or {}
-                at, same, kept, changed, moved = got
+                at, same, kept, changed, moved, recorded = got
                 theirs: Share = (at, same, {**{p: old[p] for p in kept if p in old}, **changed},
-                                 moved or any(p not in old for p in kept))
+                                 moved or recorded != (known or {}).get("at"))  # another run recorded a state meanwhile
                 joined = joined_shares(known, [theirs, *mine], self.tops)
                 digests, state = joined if joined is not None else scan_tree(self.out_dir, known)
                 self._answer = _finish(self.out_dir, self.store, self.summary_only, known, digests, state)
