@@ -78,7 +78,14 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
             tasks = Tasks(len(REPORT_PARTS) if run.reports else 0)
             unit = in_child(policy_unit, policy, run, tasks, nice=0)
             mine = Pending(lambda: report_parts(policy, tasks))
-            checks = Pending(lambda: ([job() for job in run.meanwhile], mine(), unit()[0])[2])
+
+            def rules() -> list[DiagRecord]:  # this process's own work first, then report parts
+                for job in run.meanwhile:
+                    job()
+                mine()
+                return unit()[0]
+
+            checks = Pending(rules)
             reports = Pending(lambda: joined(unit()[1], mine()))
             run.children += [unit, Pending(tasks.close)]
         run.lap("validate")
