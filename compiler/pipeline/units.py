@@ -134,18 +134,18 @@ class StoredVerdicts:
         self._whole: set[str] = set()  # the blocks read whole
 
     def fleet(self) -> list[Diagnostic] | None:
-        return self._get(self.fleet_key)
+        stored = self._records(self.fleet_key)
+        return None if stored is None else [diag_in(d) for d in stored]
 
     def put_fleet(self, found: list[Diagnostic]) -> None:
-        self._put(self.fleet_key, found)
+        self._keep(self.fleet_key, [diag_out(d) for d in found])
 
     def get(self, team: Team) -> list[Diagnostic] | None:
         known = self._read_blocks()
         stored = known.get(team.path)
         if stored is None:
-            key = self.keys.get(team.path)
-            stored = None if key is None else self.store.get("rules", key)
-            if not isinstance(stored, list):
+            stored = self._records(self.keys.get(team.path))
+            if stored is None:
                 return None
             known[team.path] = stored
         return [diag_in(d) for d in stored]
@@ -153,9 +153,7 @@ class StoredVerdicts:
     def put(self, team: Team, found: list[Diagnostic]) -> None:
         records = [diag_out(d) for d in found]
         self._read_blocks()[team.path] = records
-        key = self.keys.get(team.path)
-        if key is not None:
-            self.store.put("rules", key, records)
+        self._keep(self.keys.get(team.path), records)
 
     def done(self) -> None:
         """Keep every block not read whole whose teams' findings are all known."""
@@ -174,13 +172,14 @@ class StoredVerdicts:
                     self._known.update((path, found) for (path, _), found in zip(block, stored))
         return self._known
 
-    def _get(self, key: str | None) -> list[Diagnostic] | None:
+    def _records(self, key: str | None) -> list[DiagRecord] | None:
+        """One verdict's findings as kept (kind ``rules``), or None when not kept."""
         stored = None if key is None else self.store.get("rules", key)
-        return None if stored is None else [diag_in(d) for d in stored]
+        return stored if isinstance(stored, list) else None
 
-    def _put(self, key: str | None, found: list[Diagnostic]) -> None:
+    def _keep(self, key: str | None, records: list[DiagRecord]) -> None:
         if key is not None:
-            self.store.put("rules", key, [diag_out(d) for d in found])
+            self.store.put("rules", key, records)
 
 
 class FileHomes(Mapping[str, str]):
