@@ -76,10 +76,8 @@ class _Walk:
             for name, d in zip(names, old[2]):
                 if d != _SUBDIR:
                     self.digests[prefix + name] = d
-                elif defer is not None:
-                    defer.append(name)
                 else:
-                    self.walk(f"{path}/{name}", f"{prefix}{name}/")
+                    self.subdir(path, prefix, name, defer)
             return
         self.same = False
         rels = list(map(prefix.__add__, names)) if self.written else []
@@ -93,6 +91,13 @@ class _Walk:
         newest = max(max(map(_MTIME, stats), default=_EARLIEST), max(map(_CTIME, stats), default=_EARLIEST))
         self.dirs[prefix] = (names, keys, found, newest)
 
+    def subdir(self, path: str, prefix: str, name: str, defer: list[str] | None) -> None:
+        """A subdirectory: walked now, or its name left to ``defer`` (``scan_share``)."""
+        if defer is not None:
+            defer.append(name)
+        else:
+            self.walk(f"{path}/{name}", f"{prefix}{name}/")
+
     def each(self, path: str, prefix: str, names: list[str], stats: list[tuple[int, ...]],
              old: DirState | None, defer: list[str] | None = None) -> list[str]:
         """A directory that differs from its state, file by file: a file whose stat is as recorded
@@ -102,10 +107,7 @@ class _Walk:
         found: list[str] = []
         for name, st in zip(names, stats):
             if stat.S_ISDIR(st[0]):
-                if defer is not None:
-                    defer.append(name)
-                else:
-                    self.walk(f"{path}/{name}", f"{prefix}{name}/")
+                self.subdir(path, prefix, name, defer)
                 found.append(_SUBDIR)
                 continue
             rel = prefix + name
