@@ -722,14 +722,19 @@ def test_compiler_fingerprint_is_the_same_from_any_working_directory(tmp_path: P
     assert len(prints) == 1, prints
 
 
-def test_codeowners_sections_are_kept_and_checked(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("block", [64, 2])
+def test_codeowners_sections_are_kept_and_checked(demo: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
     """Each team's CODEOWNERS section is kept with its unit (kind ``ownsec``): a one-team edit
     renders that team's section alone; a section whose fleet share changed, or whose namespace
-    another unit's files share, is not used; the file is the one over every part either way."""
+    another unit's files share, is not used; the file is the one over every part either way.
+    With blocks of 2 on average, the blocks kept whole (kind ``ownblock``) are held to the same."""
     import compiler.pipeline.owners as owners
     from compiler.load.paths import display_path
+    from compiler.pipeline import units
     from compiler.pipeline.units import fleet_key, unit_key
     from compiler.report.codeowners import render_codeowners
+
+    monkeypatch.setattr(units, "BLOCK", block)
 
     monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")  # the child's work in this process, where it is counted
     _check(demo, "none")
@@ -768,6 +773,16 @@ def test_codeowners_sections_are_kept_and_checked(demo: Path, monkeypatch: pytes
     u_ns, u_kinds, u_single = parts[k1]
     parts[k1] = ({**u_ns, ns_key: {None}}, u_kinds, u_single)
     assert owners.codeowners_of(store, policy, fleet_part, {k1: parts[k1]}, keys, *shown) == whole(fleet_part, parts)
+    # another unit's files in a namespace the fleet's files give a team: that team's section, kept
+    # (with blocks of 2, its block whole), does not hold either; only the team's side sees it
+    given = ("onprem", "given-ns")
+    folder = {("kueue", "localqueue", "onprem/kueue/localqueue.given-ns.")}
+    fleet2 = ({**by_ns, given: {team.name}}, {**kinds, given: folder}, single)
+    parts[k1] = (u_ns, u_kinds, u_single)
+    assert owners.codeowners_of(store, policy, fleet2, {}, keys, *shown) == whole(fleet2, parts)
+    parts[k1] = ({**u_ns, given: {keys[1][0].name}}, {**u_kinds, given: folder}, u_single)
+    got = owners.codeowners_of(store, policy, fleet2, {k1: parts[k1]}, keys, *shown)
+    assert got == whole(fleet2, parts) and b"localqueue.given-ns.*.yaml" not in got
 
 
 def compile_fingerprint(opts: Options) -> str:
@@ -967,3 +982,59 @@ def test_stored_units_rows_are_read_only_when_needed(demo: Path, monkeypatch: py
     late = [d for d in inc.diagnostics if d.code == "OPS004"]
     assert "rows" in read and any("vision" in d.message for d in late) and any("recsys" in d.message for d in late)
     assert read.count("block") == (3 if block == 2 else 0)  # all but nlp's block, read whole
+
+
+@pytest.mark.parametrize("block", [64, 2])
+def test_codeowners_kept_a_block_at_a_time(demo: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    """CODEOWNERS is kept a block of teams at a time (kind ``ownblock``, the text apart: kind
+    ``ownchunk``) and whole, by the header and the blocks' texts (kind ``ownfile``). An edit that
+    changes no owner neither reads a block's text nor joins the file again; one that does reads the
+    other blocks' texts; with those entries gone, or the kept file's bytes gone, the file is made
+    from the teams' sections again. The file is the uncached one throughout (``_check``). With
+    blocks of 2 on average the demo's teams make 4 blocks ([interns] [nlp] [recsys, search] [vision])."""
+    import compiler.pipeline.owners as owners
+    from compiler.pipeline import units
+
+    monkeypatch.setattr(units, "BLOCK", block)
+    _check(demo, "none")
+    read: list[str] = []
+    joined: list[int] = []
+    real_get, real_file = Store.get, owners.repo_file
+
+    def get(self: Store, kind: str, key: str) -> Any:
+        found = real_get(self, kind, key)
+        if kind.startswith("own") and found is not None:
+            read.append(kind)
+        return found
+
+    monkeypatch.setattr(Store, "get", get)
+    monkeypatch.setattr(owners, "repo_file", lambda store, data: joined.append(len(data)) or real_file(store, data))
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")  # no owner changes
+    _check(demo, "partial")
+    assert "ownfile" in read and "ownchunk" not in read and not joined, (read, joined)
+    # 64: one block, vision's: its other teams' sections; 2: the three blocks without vision whole
+    assert read.count("ownblock") == (0 if block == 64 else 3) and read.count("ownsec") == (4 if block == 64 else 0)
+    read.clear()
+    mutate(demo, "teams/vision.yaml", '["@acme/vision"]', '["@acme/vision", "@acme/vision-leads"]')
+    inc = _check(demo, "partial")
+    assert b"@acme/vision-leads" in inc.repo_files[".github/CODEOWNERS"]
+    assert len(joined) == 1 and "ownfile" not in read and read.count("ownchunk") == (0 if block == 64 else 3)
+    # the blocks' texts gone and an owner changed: the other blocks' texts from their teams' sections
+    shutil.rmtree(demo / CACHE_DIRNAME / "ownchunk")
+    joined.clear()
+    mutate(demo, "teams/vision.yaml", '"@acme/vision-leads"]', '"@acme/vision-oncall"]')
+    _check(demo, "partial")
+    assert len(joined) == 1
+    # the kept file's bytes gone, no owner changed: the file joined again
+    shutil.rmtree(demo / CACHE_DIRNAME / "repo")
+    joined.clear()
+    mutate(demo, "teams/vision.yaml", "guaranteed: 4", "guaranteed: 3")
+    _check(demo, "partial")
+    assert len(joined) == 1
+    # the header alone changes (a spare cohort's file shared or not; here patched): joined again
+    real_header = owners.codeowners_header
+    monkeypatch.setattr(owners, "codeowners_header", lambda *args: real_header(*args) + "\n# changed")
+    joined.clear()
+    mutate(demo, "teams/vision.yaml", "guaranteed: 3", "guaranteed: 5")
+    inc = compile_policies(_opts(demo), Store(demo))
+    assert len(joined) == 1 and b"\n# changed\n" in inc.repo_files[".github/CODEOWNERS"]

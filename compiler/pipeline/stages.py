@@ -34,7 +34,7 @@ from compiler.model.schemas import render_schemas
 from compiler.pipeline.blocks import block_key, merged, rows_of, unit_blocks
 from compiler.pipeline.front import assemble
 from compiler.pipeline.lifetime import hold
-from compiler.pipeline.owners import codeowners_of, unit_owners
+from compiler.pipeline.owners import codeowners_kept, unit_owners
 from compiler.pipeline.run import PolicyInput, Run
 from compiler.pipeline.tables import ParsedCrds, render_fleet, team_table, verify_objects
 from compiler.pipeline.units import RepoFile, kept, repo_file
@@ -254,8 +254,7 @@ def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: s
             if run.shared is None and key not in present:
                 computed[key] = compute_unit(run, policy, team, key, known)
         fleet_part = owned_part(inventory.files, {t.path: t.name for t in policy.teams})
-        owners = Pending(lambda: kept(run.store, codeowners_of, run.store, policy, fleet_part, known, keys,
-                                      shown_policies, shown_out))
+        owners = Pending(lambda: codeowners_kept(run.store, policy, fleet_part, known, keys, shown_policies, shown_out))
         run.meanwhile.append(owners)
     if not run.store.off and run.shared is None:
         for block in unit_blocks(keys):

@@ -186,6 +186,11 @@ def team_section(policy: Policy, team: Team, patterns: list[str]) -> str:
 
 def codeowners_file(policy: Policy, policy_dir: str, out_dir: str, sections: Iterable[str]) -> bytes:
     """The file: the platform's lines, the shared files', then each team's section in order."""
+    return (codeowners_header(policy, policy_dir, out_dir) + sections_text(sections)).encode()
+
+
+def codeowners_header(policy: Policy, policy_dir: str, out_dir: str) -> str:
+    """The file's lines before the teams' sections: the platform's, then the shared files'."""
     platform_owners = list(policy.fleet.spec.platform.owners)
     platform = " ".join(platform_owners)
     lines = [
@@ -203,6 +208,11 @@ def codeowners_file(policy: Policy, policy_dir: str, out_dir: str, sections: Ite
               for p in (*SUMMARIES, *spare_cohort_files(policy))]
     lines += [f"{p} {' '.join(everyone)}" for p in REPO_SUMMARIES]
     lines.append("")
-    for section in sections:
-        lines += [section, ""]
-    return "\n".join(lines).encode()
+    return "\n".join(lines)
+
+
+def sections_text(sections: Iterable[str]) -> str:
+    """Consecutive teams' sections as they follow the header, each after a blank line: the text
+    of a run of sections is the same wherever the run is cut (``compiler.pipeline.owners`` keeps it
+    a block of teams at a time)."""
+    return "".join(f"\n{section}\n" for section in sections)
