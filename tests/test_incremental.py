@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import CRDS, REPO, run_cli
-from helpers import copy_demo, mutate
+from helpers import copy_demo, mutate, policy_at
 
 from compiler.cache.store import CACHE_DIRNAME, Store, content_digest
 from compiler.cache.tree_state import scan_tree
@@ -1038,3 +1038,65 @@ def test_codeowners_kept_a_block_at_a_time(demo: Path, monkeypatch: pytest.Monke
     mutate(demo, "teams/vision.yaml", "guaranteed: 3", "guaranteed: 5")
     inc = compile_policies(_opts(demo), Store(demo))
     assert len(joined) == 1 and b"\n# changed\n" in inc.repo_files[".github/CODEOWNERS"]
+
+
+def test_report_fragments_are_kept_by_their_teams_units(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """REPORT.md's table of each cluster and allocation.json's teams of each class are kept by the
+    units of the teams they list (kind ``fragment``): after vision's edit only the texts listing
+    vision are rendered again; with every entry corrupt, all of them; the reports are the uncached
+    ones throughout."""
+    import compiler.report.policy_report as policy_report
+
+    monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")  # the reports rendered in this process, where they are counted
+    _check(demo, "none")
+    rendered: list[tuple[str, ...]] = []
+    rows, teams = policy_report._entry_rows, policy_report._teams_text
+    monkeypatch.setattr(policy_report, "_entry_rows", lambda p, c, es: rendered.append(("md", c)) or rows(p, c, es))
+    monkeypatch.setattr(policy_report, "_teams_text",
+                        lambda es, nl, seen: rendered.append(("json", es[0].cluster, es[0].gpu_class)) or teams(es, nl, seen))
+
+    def counted() -> set[tuple[str, ...]]:
+        rendered.clear()
+        inc = compile_policies(_opts(demo), Store(demo))
+        found = set(rendered)
+        _same(inc, compile_policies(_opts(demo)))
+        return found
+
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    policy, _ = policy_at(demo)
+    assert policy is not None
+    mine = {(e.cluster, e.gpu_class) for e in policy.allocation.for_team("vision")}
+    every = {(e.cluster, e.gpu_class) for e in policy.allocation.entries}
+    assert mine and mine != every
+    assert counted() == {("md", c) for c, _ in mine} | {("json", c, k) for c, k in mine}
+    for entry in (demo / CACHE_DIRNAME / "fragment").iterdir():
+        entry.write_bytes(entry.read_bytes()[:-1] + b"x")
+    mutate(demo, "teams/vision.yaml", "guaranteed: 4", "guaranteed: 3")
+    assert counted() == {("md", c) for c, _ in every} | {("json", c, k) for c, k in every}
+
+
+def test_stored_fragments_are_keyed_by_what_and_by_teams_in_order(tmp_path: Path) -> None:
+    from compiler.pipeline.units import StoredFragments, team_names
+    from compiler.policy.graph import Team
+
+    store = Store(tmp_path)
+    frags = StoredFragments(store, {"a": "1" * 32, "b": "2" * 32})
+    assert [frags.text("x", ["a"], lambda: "one"), frags.text("y", ["a"], lambda: "two")] == ["one", "two"]
+    assert frags.text("x", ["a"], lambda: "three") == "one"  # kept
+    assert frags.text("x", ["a", "b"], lambda: "four") == "four"
+    assert frags.text("x", ["b", "a"], lambda: "five") == "five"
+    assert frags.text("x", ["c"], lambda: "six") == "six"  # a team without a unit: rendered
+    assert frags.text("z", ["a"], lambda: None) is None and frags.text("z", ["a"], lambda: "seven") == "seven"
+    assert StoredFragments(store, None).text("x", ["a"], lambda: "eight") == "eight"
+    assert len(frags.used) == 6 and (tmp_path / CACHE_DIRNAME / "fragment").is_dir()
+
+    class Named:  # a team file's name and path, as team_names reads them
+        def __init__(self, name: str, path: str) -> None:
+            self.name, self.path = name, path
+
+    def named(*teams: tuple[str, str]) -> list[Team]:
+        return [Named(n, p) for n, p in teams]  # type: ignore[misc]
+
+    keys = {"t/a.yaml": "ka", "t/b.yaml": "kb"}
+    assert team_names(keys, named(("a", "t/a.yaml"), ("b", "t/b.yaml"))) == {"a": "ka", "b": "kb"}
+    assert team_names(keys, named(("a", "t/a.yaml"), ("a", "t/b.yaml"))) is None  # two files name one team

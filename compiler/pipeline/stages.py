@@ -37,12 +37,12 @@ from compiler.pipeline.lifetime import hold
 from compiler.pipeline.owners import codeowners_kept, unit_owners
 from compiler.pipeline.run import PolicyInput, Run
 from compiler.pipeline.tables import ParsedCrds, render_fleet, team_table, verify_objects
-from compiler.pipeline.units import RepoFile, kept, repo_file
+from compiler.pipeline.units import RepoFile, StoredFragments, kept, repo_file, team_names
 from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import check_manifests
 from compiler.report.codeowners import OwnedPart, check_size, owned_part, render_codeowners
 from compiler.report.gitops import argocd_reports
-from compiler.report.policy_report import REPORT_PARTS, in_order, policy_reports
+from compiler.report.policy_report import REPORT_PARTS, Fragments, in_order, policy_reports
 from compiler.validate.relations import check_output_path
 from compiler.validate.waivers import apply_waivers
 from compiler.verify.context import VerifyStats
@@ -76,8 +76,9 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
             run.children += [checks, reports]
         else:
             tasks = Tasks(len(REPORT_PARTS) if run.reports else 0)
-            unit = in_child(policy_unit, policy, run, tasks, nice=0)
-            mine = Pending(lambda: report_parts(policy, tasks))
+            fragments = StoredFragments(run.store, team_names(run.team_keys, policy.teams))
+            unit = in_child(policy_unit, policy, run, tasks, fragments, nice=0)
+            mine = Pending(lambda: report_parts(policy, tasks, fragments))
 
             def rules() -> list[DiagRecord]:  # this process's own work first, then report parts
                 for job in run.meanwhile:
@@ -85,8 +86,13 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
                 mine()
                 return unit()[0]
 
+            def reported() -> dict[str, bytes] | None:
+                _, theirs, used = unit()
+                run.store.used.update(("fragment", key) for key in [*used, *fragments.used])
+                return joined(theirs, mine())
+
             checks = Pending(rules)
-            reports = Pending(lambda: joined(unit()[1], mine()))
+            reports = Pending(reported)
             run.children += [unit, Pending(tasks.close)]
         run.lap("validate")
         try:
@@ -112,18 +118,20 @@ def semantic_rules(policy: Policy, run: Run) -> list[DiagRecord]:
     return [diag_out(d) for d in apply_waivers(policy, run.semantic(policy))]
 
 
-def policy_unit(policy: Policy, run: Run, tasks: Tasks) -> tuple[list[DiagRecord], dict[str, bytes] | None]:
-    """The rules' findings (``semantic_rules``), then the report parts this process takes."""
-    return semantic_rules(policy, run), report_parts(policy, tasks)
+def policy_unit(policy: Policy, run: Run, tasks: Tasks, fragments: StoredFragments
+                ) -> tuple[list[DiagRecord], dict[str, bytes] | None, list[str]]:
+    """The rules' findings (``semantic_rules``), then the report parts this process takes, and
+    the keys of the report fragments they read or kept (``StoredFragments``)."""
+    return semantic_rules(policy, run), report_parts(policy, tasks, fragments), fragments.used
 
 
-def report_parts(policy: Policy, tasks: Tasks) -> dict[str, bytes] | None:
+def report_parts(policy: Policy, tasks: Tasks, fragments: Fragments) -> dict[str, bytes] | None:
     """The files of the report parts (``REPORT_PARTS``) this process takes while any is left, or
     None when one cannot be rendered (as ``reports_or_none``)."""
     files: dict[str, bytes] = {}
     while (part := tasks.take()) is not None:
         try:
-            files.update(REPORT_PARTS[part](policy))
+            files.update(REPORT_PARTS[part](policy, fragments))
         except Exception:
             return None
     return files

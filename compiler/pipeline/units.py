@@ -230,3 +230,40 @@ class LazyFiles(Mapping[str, bytes]):
 
     def __len__(self) -> int:
         return len(self.digests)
+
+
+class StoredFragments:
+    """Report texts that read the fleet and some teams' files alone
+    (``compiler.report.policy_report.Fragments``), kept by those teams' units' keys (kind
+    ``fragment``). ``names``: team name -> its unit's key (None when two files name one team:
+    every text is rendered). The keys read or written are in ``used``: a forked process hands
+    them back, so that the run keeps them live."""
+
+    def __init__(self, store: Store, names: Mapping[str, str] | None) -> None:
+        self.store = store
+        self.names = names
+        self.used: list[str] = []
+
+    def text(self, what: str, teams: Sequence[str], render: Callable[[], str | None]) -> str | None:
+        names = self.names
+        if names is None:
+            return render()
+        try:  # unit keys are fixed-length digests: joined, they are one unambiguous part
+            key = digest("fragment", what, "".join([names[t] for t in teams]))
+        except KeyError:
+            return render()
+        hit = self.store.get("fragment", key)
+        if isinstance(hit, str):
+            self.used.append(key)
+            return hit
+        text = render()
+        if text is not None:
+            self.store.put("fragment", key, text)
+            self.used.append(key)
+        return text
+
+
+def team_names(team_keys: Mapping[str, str], teams: Sequence[Team]) -> dict[str, str] | None:
+    """Team name -> its unit's key (``StoredFragments``), or None when two files name one team."""
+    names = {t.name: team_keys[t.path] for t in teams if t.path in team_keys}
+    return names if len(names) == len(teams) else None
