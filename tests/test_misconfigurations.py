@@ -275,8 +275,8 @@ def test_previous_listing_is_kept_by_directory_stat(tmp_path: Path, monkeypatch:
     assert [d.code for d in compile_policies(opts, Store(root)).diagnostics].count("GITOPS302") == 1
     assert len(list(listed.iterdir())) == 1
     calls: list[str] = []
-    real = previous._wanted
-    monkeypatch.setattr(previous, "_wanted", lambda rel: calls.append(rel) or real(rel))
+    real = previous._kueue_files
+    monkeypatch.setattr(previous, "_kueue_files", lambda path: calls.append(path) or real(path))
     assert previous.previous_outputs(opts, Store(root)) == previous.previous_outputs(opts)
     assert len(calls) > 0 and calls.count(calls[0]) == 1  # the uncached call listed; the kept one did not
     (root / "out" / "cloud" / "kueue" / "clusterqueue._.recsys.yaml").unlink()
