@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
+
+from compiler.model.once import once
 
 # Components (SPEC §9) and their waves are declared in compiler.model.targets; the kinds each
 # lowering pass renders, with their scope, by the pass's module (compiler/lower/targets.py).
@@ -28,24 +29,24 @@ class Manifest:
     obj: dict[str, Any]
     sources: tuple[str, ...] = field(default=())
 
-    @cached_property
+    @once
     def api_version(self) -> str:
         return str(self.obj.get("apiVersion", ""))
 
-    @cached_property
+    @once
     def kind(self) -> str:
         return str(self.obj.get("kind", ""))
 
-    @cached_property
+    @once
     def name(self) -> str:
         return str(self.obj.get("metadata", {}).get("name", ""))
 
-    @cached_property
+    @once
     def namespace(self) -> str | None:
         ns = self.obj.get("metadata", {}).get("namespace")
         return str(ns) if ns else None
 
-    @cached_property
+    @once
     def relpath(self) -> str:
         """Path under ``out/``: ``<cluster>/<component>/<kind>.<namespace-or-_>.<name>.yaml``."""
         ns = self.namespace or "_"

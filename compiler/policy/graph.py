@@ -12,6 +12,7 @@ from functools import cached_property
 from compiler.catalog import Catalog
 from compiler.load.source import SourceFile
 from compiler.model.fleet import Cluster, Department, FleetFile
+from compiler.model.once import once
 from compiler.model.team import TeamFile
 from compiler.policy.allocation import Allocation
 from compiler.policy.classes import GpuClass
@@ -27,7 +28,7 @@ class Team:
     model: TeamFile
     src: SourceFile
 
-    @cached_property  # ~100,000 questions at 5,000 teams, past two pydantic attributes
+    @once  # ~100,000 questions at 5,000 teams, past two pydantic attributes
     def name(self) -> str:
         return self.model.metadata.name
 
