@@ -1100,3 +1100,36 @@ def test_stored_fragments_are_keyed_by_what_and_by_teams_in_order(tmp_path: Path
     keys = {"t/a.yaml": "ka", "t/b.yaml": "kb"}
     assert team_names(keys, named(("a", "t/a.yaml"), ("b", "t/b.yaml"))) == {"a": "ka", "b": "kb"}
     assert team_names(keys, named(("a", "t/a.yaml"), ("a", "t/b.yaml"))) is None  # two files name one team
+
+
+def test_cohorts_kept_a_cluster_at_a_time(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """For the commands that use the rendered files only (validate, check, build: ``objects=False``)
+    the Cohorts of every department but the spare quota's holder are kept a cluster at a time
+    (kind ``cohorts``), by the departments that get one: a budget edit lowers none of them, a team
+    that leaves the only department of its kind on a cluster lowers that cluster's, a fleet edit
+    every cluster's; with the entries corrupt they are lowered again. The files, findings and
+    statistics are the uncached run's throughout."""
+    from compiler.pipeline import cohorts
+
+    lowered: list[str] = []
+    real = cohorts._lowered
+    monkeypatch.setattr(cohorts, "_lowered", lambda run, p, c, names: lowered.append(c) or real(run, p, c, names))
+
+    def kept() -> list[str]:
+        lowered.clear()
+        inc = compile_policies(_opts(demo), Store(demo), objects=False)
+        _same(inc, compile_policies(_opts(demo), objects=False))
+        assert not inc.failed and any(rel.startswith(("cloud/kueue/cohort.", "onprem/kueue/cohort.")) for rel in inc.out_digests)
+        return sorted(lowered)
+
+    assert kept() == ["cloud", "onprem"]
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    assert kept() == []
+    mutate(demo, "teams/interns.yaml", "department: research", "department: product")  # cloud's last research team
+    assert kept() == ["cloud"]
+    mutate(demo, "fleet.yaml", "      weight: 2\n", "      weight: 3\n")
+    assert kept() == ["cloud", "onprem"]
+    for entry in (demo / CACHE_DIRNAME / "cohorts").iterdir():
+        entry.write_bytes(entry.read_bytes()[:-1] + b"x")
+    mutate(demo, "teams/vision.yaml", "guaranteed: 4", "guaranteed: 5")
+    assert kept() == ["cloud", "onprem"]

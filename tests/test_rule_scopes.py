@@ -114,3 +114,26 @@ def test_the_comparison_sees_fleet_scope_findings(tmp_path: Path) -> None:
         " == 'NVIDIA B300'\"]}\n        - {name: gpu.nvidia.com, class: h100-80gb, selectors: [\"true\"]}\n", 1))
     found = " ".join(_same_fleet_findings_alone(root, tmp_path))
     assert "DRA002" in found and "DRA008" in found, found
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_cohort_reads_the_fleet_alone(case: str, tmp_path: Path) -> None:
+    """``compiler.lower.kueue.cohort`` (the holder's spare quota given) reads the fleet only, which
+    lets the store keep a cluster's Cohorts by the fleet and the departments' names
+    (``compiler.pipeline.cohorts``): the same objects on the whole policy as on its fleet alone."""
+    from dataclasses import replace
+
+    from compiler.lower.kueue import cohort, cohort_plan, lower_cohorts
+
+    policy, _ = policy_at(_tree(case, tmp_path))
+    assert policy is not None
+    fleet_only = replace(policy, teams=())
+    compared = 0
+    for cluster in sorted(policy.clusters):
+        used, holder = cohort_plan(policy, cluster)
+        mine = [cohort(policy, cluster, name) for name in used if name != holder]
+        assert [m.obj for m in mine] == [cohort(fleet_only, cluster, m.name).obj for m in mine]
+        whole = {m.name: m.obj for m in lower_cohorts(policy, cluster)}
+        assert all(whole[m.name] == m.obj for m in mine)  # the pass's own, but the holder's
+        compared += len(mine)
+    assert compared or case != "generated"

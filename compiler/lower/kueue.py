@@ -50,24 +50,33 @@ def lower_cohorts(policy: Policy, cluster: str) -> list[Manifest]:
     someone holds, so without this they could never be admitted to (a cohort's ``nominalQuota``
     is a shared pool on top of its members', borrowable by every queue of the tree within its
     borrowing limit, and reclaimable by nobody)."""
-    out = []
-    depts = policy.departments
-    holder = spare_cohort(policy, cluster)
-    for name in used_departments(policy, cluster):
-        d = depts[name]
-        co = obj(KUEUE_API, "Cohort", name)
-        spec: dict[str, Any] = {}
-        if d.parent is not None:
-            spec["parentName"] = d.parent
-        spec["fairSharing"] = {"weight": quantity(d.weight)}
-        if name == holder and (groups := _spare_groups(policy, cluster)):
-            spec["resourceGroups"] = groups
-        co["spec"] = spec
-        out.append(Manifest(cluster, "kueue", co, (policy.fleet_src.path,)))
-    return out
+    used, holder = cohort_plan(policy, cluster)
+    return [cohort(policy, cluster, name, spare_groups(policy, cluster) if name == holder else None) for name in used]
 
 
-def _spare_groups(policy: Policy, cluster: str) -> list[dict[str, Any]]:
+def cohort_plan(policy: Policy, cluster: str) -> tuple[list[str], str | None]:
+    """The departments whose Cohorts the cluster gets (``used_departments``), and the one that
+    holds its spare capacity, if any (``spare_cohort``): what the Cohorts read of the teams."""
+    return used_departments(policy, cluster), spare_cohort(policy, cluster)
+
+
+def cohort(policy: Policy, cluster: str, name: str, groups: list[dict[str, Any]] | None = None) -> Manifest:
+    """A department's Cohort on a cluster. Reads the fleet alone (the department, the fleet file's
+    path): ``groups``, the spare quota of the holder, is given (``compiler.pipeline.cohorts``
+    keeps the others a cluster at a time)."""
+    d = policy.departments[name]
+    co = obj(KUEUE_API, "Cohort", name)
+    spec: dict[str, Any] = {}
+    if d.parent is not None:
+        spec["parentName"] = d.parent
+    spec["fairSharing"] = {"weight": quantity(d.weight)}
+    if groups:
+        spec["resourceGroups"] = groups
+    co["spec"] = spec
+    return Manifest(cluster, "kueue", co, (policy.fleet_src.path,))
+
+
+def spare_groups(policy: Policy, cluster: str) -> list[dict[str, Any]]:
     """Resource groups as the ClusterQueues' (one per resource name, flavors = classes)."""
     classes = policy.classes.get(cluster, {})
     by_resource: dict[str, list[dict[str, Any]]] = defaultdict(list)

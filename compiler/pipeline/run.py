@@ -247,7 +247,7 @@ class Run:
             self.store.used.add(("result", last))
         self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas", "digests",
                           "last", "rules", "verified", "rendered", "listed", "owners", "ownsec", "repo", "rows",
-                          "block", "parses", "verdicts", "ownblock", "ownchunk", "ownfile", "fragment"))
+                          "block", "parses", "verdicts", "ownblock", "ownchunk", "ownfile", "fragment", "cohorts"))
         return result
 
     def key_of(self, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> str:

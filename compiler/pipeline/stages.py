@@ -27,11 +27,12 @@ from compiler.cache.store import compiler_fingerprint, content_digest, digest
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.emit.tree import render_manifest
 from compiler.load.paths import display_path
-from compiler.lower import lower_cluster, lower_delivery, lower_team_unit
+from compiler.lower import lower_delivery, lower_team_unit
 from compiler.model.inventory import FileRow, Inventory
 from compiler.model.manifest import Manifest
 from compiler.model.schemas import render_schemas
 from compiler.pipeline.blocks import block_key, merged, rows_of, unit_blocks
+from compiler.pipeline.cohorts import fleet_lowered, kept_cohorts
 from compiler.pipeline.front import assemble
 from compiler.pipeline.lifetime import hold
 from compiler.pipeline.owners import codeowners_kept, unit_owners
@@ -165,15 +166,16 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
     opts = run.opts
     base = list(diags)  # load and schema diagnostics
     clusters = sorted(policy.clusters)
-    # lower: fleet-scope passes (every run), team units (through the store), then the
-    # output-scope passes over the merged inventory
-    fresh: list[Manifest] = [m for c in clusters for m in lower_cluster(policy, c)]
+    # lower: fleet-scope passes (every run; most Cohorts through the store), team units (through
+    # the store), then the output-scope passes over the merged inventory
+    fresh, left = fleet_lowered(run, policy, clusters)
     inventory = Inventory.of(fresh)
     keep = not run.store.off
     if opts.verify:
         run.verifier = Verifier(policy, opts.crds, strict=opts.strict)
         if run.verifier.registry is not None:
             run.verifier.registry.remember(None if run.store.off else ParsedCrds(run.store))
+    cohorts = kept_cohorts(run, policy, left, inventory)
     shown_policies, shown_out = display_path(opts.policy_dir, opts.root), display_path(opts.out_dir, opts.root)
     records, unit_keys, runtime_parts, owners = team_units(run, policy, inventory, shown_policies, shown_out)
     argocd = lower_delivery(policy, inventory)
@@ -191,9 +193,10 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
 
     # emit (in memory) and verify: fleet and output objects one by one, team units whole
     inline = render_fleet(run, fresh)
+    inline.update(cohorts.files)
     run.lap("emit")
-    stats: list[StatsRecord] = []
-    found: list[Diagnostic] = []
+    stats: list[StatsRecord] = list(cohorts.stats)
+    found: list[Diagnostic] = list(cohorts.diags)
     if opts.verify:
         found += verify_objects(run, fresh, inline, stats)
     for rec in records:
