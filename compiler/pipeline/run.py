@@ -245,10 +245,14 @@ class Run:
         last = self.store.get("last", self.fp)  # the last build's record: check compares out/ with it
         if isinstance(last, str):
             self.store.used.add(("result", last))
+        if self.digests:  # not validate or check: the build that wrote out/ may have units this run has not,
+            self.prune()  # whose files check then reads (a build keeps what the next check needs)
+        return result
+
+    def prune(self) -> None:
         self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas", "digests",
                           "last", "rules", "verified", "rendered", "listed", "owners", "ownsec", "repo", "rows",
                           "block", "parses", "verdicts", "ownblock", "ownchunk", "ownfile", "fragment", "cohorts"))
-        return result
 
     def key_of(self, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> str:
         """The key of every input. The previous out/ is an input of GITOPS302: part of the key,
