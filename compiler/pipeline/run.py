@@ -11,24 +11,29 @@ Units, by the scope of what they read:
 
 - *file*: one policy file's parse (load), keyed by its bytes;
 - *fleet*: the cluster passes' objects (lower), verified one object at a time through a table
-  keyed by each object's content;
+  keyed by each object's content; the Cohorts but the spare quota's holder are kept a cluster at
+  a time by the fleet and the departments that get one (``compiler.pipeline.cohorts``);
 - *team*: everything the team passes produce for one team on every cluster, rendered and
   verified, keyed by the fleet's and that team's bytes (team passes read no other team:
   ``compiler.lower``), with an outline of its Kueue objects for ``diff`` (``stored_unit``); the
   records of consecutive units are also kept merged, a block at a time (``compiler.pipeline.blocks``);
 - *policy*: the semantic rules, and REPORT.md with allocation.json, computed in two more
-  processes while this one lowers (``compiler.cache.forked``); the rules' errors stop the build
+  processes while this one lowers (``compiler.cache.forked``; their texts that list teams are kept
+  by those teams' units: ``StoredFragments``); the rules' errors stop the build
   before anything is emitted. The rules' findings are kept by every input (``checks``): the
   commands that stop after validate (``explain``, ``report``, ``nodes``) read them instead of
   running the rules. The team-scope rules' findings are kept per team unit (``rules``): they
   read the fleet and their team only (``tests/test_rule_scopes.py``);
 - *output*: ArgoCD objects, GITOPS006, CODEOWNERS and the bootstrap report, which read the merged
   inventories of all units (``compiler.model.inventory``), never the units' objects; CODEOWNERS
-  reads each unit's part of it (kind ``owners``; ``compiler.pipeline.owners``), with a store while
+  reads each unit's part of it (kind ``owners``) and its sections a block of teams at a time
+  (``compiler.pipeline.owners``), with a store while
   this process would wait for the rules (``Run.meanwhile``), without one in a child of its own;
 - *run*: the whole result, keyed by every input: an unchanged tree compiles nothing. The digests
   of every ``out/`` file are the last run's, patched with the units that came and went
-  (``Run.out_digests``).
+  (``Run.out_digests``). A run that renders digests (``build``) drops the entries it did not use
+  once they outnumber the used ones (``Store.prune``); ``validate`` and ``check`` drop none, so the
+  units of the build that wrote ``out/`` are there when ``check`` compares what changed since.
 """
 
 from __future__ import annotations
