@@ -30,7 +30,8 @@ from typing import Any, Callable, Mapping, Sequence
 from compiler.cache.store import Store, digest
 from compiler.lower import lower_team_unit
 from compiler.model.inventory import Inventory
-from compiler.pipeline.units import RepoFile, blocks_of, repo_file
+from compiler.pipeline.blocks import unit_blocks
+from compiler.pipeline.units import RepoFile, repo_file
 from compiler.policy.graph import Policy, Team
 from compiler.report.codeowners import (
     OwnedPart,
@@ -99,10 +100,7 @@ def codeowners_of(store: Store, policy: Policy, fleet_part: OwnedPart, known: Ma
     computed here) and kept."""
     sections = _Sections(store, policy, fleet_part, known, keys, policy_dir, out_dir)
     chunks = sections.chunks()
-    texts = None if chunks is None else [text() for _, text in chunks]
-    if texts is None or any(t is None for t in texts):
-        return sections.whole()
-    return (codeowners_header(policy, policy_dir, out_dir) + "".join(t or "" for t in texts)).encode()
+    return sections.whole() if chunks is None else sections.joined(codeowners_header(policy, policy_dir, out_dir), chunks)
 
 
 def codeowners_kept(store: Store, policy: Policy, fleet_part: OwnedPart, known: Mapping[str, OwnedPart],
@@ -121,12 +119,15 @@ def codeowners_kept(store: Store, policy: Policy, fleet_part: OwnedPart, known: 
     if isinstance(hit, tuple) and len(hit) == 3 and store.has("repo", hit[0]):
         store.used.add(("repo", hit[0]))
         return hit[0], hit[1], hit[2], None
-    texts = [text() for _, text in chunks]
-    if any(t is None for t in texts):
-        return repo_file(store, sections.whole())
-    file = repo_file(store, (header + "".join(t or "" for t in texts)).encode())
+    file = repo_file(store, sections.joined(header, chunks))
     store.put("ownfile", key, file[:3])
     return file
+
+
+def _shared(count: Counter[Key], own: Sequence[Key], read: Sequence[Key]) -> bool:
+    """Whether another unit's files sit in a namespace a section read (``count``: every unit's)."""
+    mine = set(own)
+    return any(count[k] > (k in mine) for k in read)
 
 
 class _Sections:
@@ -171,14 +172,23 @@ class _Sections:
             return entry
         return sorted(self.part_of(team, key)[0]), None, None
 
+    def joined(self, header: str, chunks: list[Chunk]) -> bytes:
+        """The file: the header, then the blocks' texts (every part merged if one is gone)."""
+        texts = [text() for _, text in chunks]
+        if any(t is None for t in texts):
+            return self.whole()
+        return (header + "".join(t or "" for t in texts)).encode()
+
     def chunks(self) -> list[Chunk] | None:
         """Each block's text, in the teams' order; None when another unit's files sit in a
         namespace a section read (then only merging every part gives the file)."""
         store = self.store
         fleet = _signature(self.fleet_part, *self.dirs)
         count: Counter[Key] = Counter()
-        blocks: list[tuple[str, list[tuple[Team, str]], Any]] = []
-        for block in blocks_of(self.keys, lambda unit: unit[0].path):
+        # per block: its key, its units, and its entry ((namespaces, read) per team, its text's
+        # digest) or else each team's section
+        blocks: list[tuple[str, list[tuple[Team, str]], Any, list[Any]]] = []
+        for block in unit_blocks(self.keys):
             bkey = digest("ownblock", fleet, *(key for _, key in block))
             meta = None if any(key in self.parts for _, key in block) else store.get("ownblock", bkey)
             if not (isinstance(meta, tuple) and len(meta) == 2 and len(meta[0]) == len(block)):
@@ -186,19 +196,17 @@ class _Sections:
             found = meta[0] if meta is not None else [self.section(team, key) for team, key in block]
             for entry in found:
                 count.update(entry[0])
-            blocks.append((bkey, block, meta if meta is not None else found))
+            blocks.append((bkey, block, meta, found))
         chunks: list[Chunk] = []
-        for bkey, block, held in blocks:
-            if isinstance(held, tuple):  # the block's entry: (namespaces, read) per team, and its text's digest
-                for own, read in held[0]:
-                    mine = set(own)
-                    if any(count[k] > (k in mine) for k in read):
-                        return None
-                store.used.add(("ownchunk", held[1]))
-                chunks.append((held[1], functools.partial(self._text, block, held[1])))
+        for bkey, block, meta, found in blocks:
+            if meta is not None:
+                if any(_shared(count, own, read) for own, read in found):
+                    return None
+                store.used.add(("ownchunk", meta[1]))
+                chunks.append((meta[1], functools.partial(self._text, block, meta[1])))
                 continue
             texts, metas = [], []
-            for (team, key), entry in zip(block, held):
+            for (team, key), entry in zip(block, found):
                 text, read = self._checked(team, key, entry, count)
                 if text is None:
                     return None
@@ -216,9 +224,8 @@ class _Sections:
         has now, and the namespaces it read; no text when another unit's files share one."""
         unit_keys, sig, text = entry
         share = self.shares.share(team.name, unit_keys)
-        mine = set(unit_keys)
-        read = list(mine.union(share[0]))  # only tested: any order
-        if any(count[k] > (k in mine) for k in read):
+        read = list(set(unit_keys).union(share[0]))  # only tested: any order
+        if _shared(count, unit_keys, read):
             return None, read
         now = _signature(share, *self.dirs)
         if sig != now or not isinstance(text, str):
