@@ -1133,3 +1133,46 @@ def test_cohorts_kept_a_cluster_at_a_time(demo: Path, monkeypatch: pytest.Monkey
         entry.write_bytes(entry.read_bytes()[:-1] + b"x")
     mutate(demo, "teams/vision.yaml", "guaranteed: 4", "guaranteed: 5")
     assert kept() == ["cloud", "onprem"]
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_report_parts_are_stored_by_the_process_that_renders_them(demo: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   fork: bool) -> None:
+    """REPORT.md (with the node contracts) and allocation.json are each stored as a blob of their
+    own by the process that rendered them (``stages.stored_part``), so their bytes never cross
+    from the rules' process: a run that writes nothing (``validate``) keeps only their digests and
+    where they are; a run answered from its record reads them from those blobs; with a blob gone,
+    the CLI renders again."""
+    if not fork:
+        monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")
+    _check(demo, "none")
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    store = Store(demo)
+    first = compile_policies(_opts(demo), store, objects=False, digests=False)
+    rec = first.record
+    assert rec is not None and not first.out_files
+    assert {"REPORT.md", "allocation.json"} <= set(rec.homes) <= set(rec.inline)
+    assert rec.glob not in rec.homes.values() and len(set(rec.homes.values())) == 2  # one blob a part
+    main_blob = store.get("blob", rec.glob)
+    assert isinstance(main_blob, dict) and not set(main_blob) & set(rec.homes)
+    for rel, key in rec.homes.items():  # each blob holds its part's files, as the record's digests say
+        part = store.get("blob", key)
+        assert isinstance(part, dict) and content_digest(part[rel]) == rec.inline[rel]
+    assert ("blob", rec.glob) in store.used and {("blob", k) for k in rec.homes.values()} <= store.used
+    inc = _check(demo, "result")  # the bytes behind the digests, from the parts' blobs (``_same``)
+    assert inc.record is not None and inc.record.homes == rec.homes
+    import compiler.pipeline.run as pipeline_run
+    from compiler.cli.main import main
+
+    monkeypatch.setenv("GPUPOLICY_CRDS", str(CRDS))
+    assert main(["validate", "--root", str(demo)]) == 0  # this process's fingerprint (its sys.path)
+    (demo / CACHE_DIRNAME / "blob" / rec.homes["allocation.json"]).unlink()  # pruned by another run
+    stores: list[object] = []
+    real = pipeline_run.compile_policies
+    monkeypatch.setattr(pipeline_run, "compile_policies",
+                        lambda opts, store=None, **kw: stores.append(store) or real(opts, store, **kw))
+    assert main(["build", "--root", str(demo)]) == 0
+    assert len(stores) == 2 and stores[1] is None  # answered from the record, then rendered whole
+    full = real(_opts(demo))
+    assert (demo / "out" / "allocation.json").read_bytes() == full.out_files["allocation.json"]
+    assert (demo / "out" / "REPORT.md").read_bytes() == full.out_files["REPORT.md"]

@@ -7,7 +7,7 @@ Each record converts to plain ``marshal``-able data (tuples, dicts, str, int, by
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from compiler.diagnostics import Diagnostic, Location, Severity
@@ -77,13 +77,15 @@ class RunRecord:
     failed: bool
     units: list[str]  # keys of the team units, in order
     inline: dict[str, str]  # digests of the files rendered outside units
-    glob: str  # the blob key holding those files' bytes
+    glob: str  # the blob holding those files' bytes (the reports' are in ``homes``' blobs)
     repo: dict[str, str]  # digests of CODEOWNERS and schemas/ (the bytes: kind ``repo``, by digest)
     n: int  # objects
     stats: dict[str, object]  # verify statistics
+    homes: dict[str, str] = field(default_factory=dict)  # the reports' files -> the blob holding each
 
     def plain(self) -> tuple[Any, ...]:
-        return (self.diags, self.failed, self.units, self.inline, self.glob, self.repo, self.n, self.stats)
+        return (self.diags, self.failed, self.units, self.inline, self.glob, self.repo, self.n, self.stats,
+                self.homes)
 
     @classmethod
     def of(cls, value: Any) -> RunRecord:

@@ -287,6 +287,7 @@ class Run:
         units = {k: self.files.get(k, {}) for k in rec.units} if self.shared is not None else {}  # diff's
         # waiver expiry depends on the date, so it is decided here on every run, never stored
         self.store.used.update(("repo", d) for d in rec.repo.values())
+        self.store.used.update(("blob", k) for k in {rec.glob, *rec.homes.values()})
         return Result(expire(diag_in(d) for d in rec.diags), rec.failed, self.policy,
                       sorted(self.lowered, key=Manifest.sort_key), digests,
                       LazyFiles(digests, self.fetch(FileHomes(self.unit_files, rec))),

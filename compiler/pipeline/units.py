@@ -200,6 +200,7 @@ class FileHomes(Mapping[str, str]):
                     raise CacheEntryMissing(f"files/{key}")
                 where.update(dict.fromkeys(files, key))
             where.update(dict.fromkeys(self.rec.inline, self.rec.glob))
+            where.update(self.rec.homes)
             self._map = where
         return self._map
 

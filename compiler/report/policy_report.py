@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from json.encoder import encode_basestring_ascii
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence, TypeVar
 
 from compiler.emit.jsonfast import Written, dumps_sorted_indent2
 from compiler.policy.allocation import TeamAllocation
@@ -22,6 +22,8 @@ from compiler.report.priorities import priorities_section
 from compiler.report.runtime import runtime_section
 from compiler.report.waivers import waivers_section
 from compiler.serving.plan import serving_report
+
+_T = TypeVar("_T")
 
 
 class Fragments(Protocol):
@@ -323,8 +325,9 @@ def _json_part(policy: Policy, fragments: Fragments) -> dict[str, bytes]:
 REPORT_PARTS: tuple[Callable[[Policy, Fragments], dict[str, bytes]], ...] = (_markdown_part, _json_part)
 
 
-def in_order(files: dict[str, bytes]) -> dict[str, bytes]:
-    """The parts' files in ``policy_reports``' order, however they were put together."""
+def in_order(files: dict[str, _T]) -> dict[str, _T]:
+    """The parts' files (or their digests) in ``policy_reports``' order, however they were put
+    together."""
     first = [name for name in ("REPORT.md", "allocation.json") if name in files]
     return {**{name: files[name] for name in first}, **{k: v for k, v in files.items() if k not in first}}
 
