@@ -1176,3 +1176,88 @@ def test_report_parts_are_stored_by_the_process_that_renders_them(demo: Path, mo
     full = real(_opts(demo))
     assert (demo / "out" / "allocation.json").read_bytes() == full.out_files["allocation.json"]
     assert (demo / "out" / "REPORT.md").read_bytes() == full.out_files["REPORT.md"]
+
+
+def test_the_dra_section_is_kept_by_the_fleet_file(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both reports' DRA section reads the fleet alone (tests/test_rule_scopes.py): a team edit
+    reads it from the store, a fleet edit or a lost entry computes it again; the reports are the
+    uncached ones throughout."""
+    import compiler.report.policy_report as policy_report
+
+    monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")  # the reports rendered in this process, where they are counted
+    calls: list[int] = []
+    real = policy_report.dra_report
+    monkeypatch.setattr(policy_report, "dra_report", lambda p: calls.append(1) or real(p))
+
+    def computed() -> int:
+        calls.clear()
+        inc = compile_policies(_opts(demo), Store(demo))
+        n = len(calls)
+        _same(inc, compile_policies(_opts(demo)))
+        assert inc.record is not None and inc.record.homes
+        return n
+
+    assert computed() == 1
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    assert computed() == 0
+    mutate(demo, "fleet.yaml", "onprem.k8s.acme.internal", "onprem2.k8s.acme.internal")
+    assert computed() == 1
+    for entry in (demo / CACHE_DIRNAME / "fragment").iterdir():
+        entry.write_bytes(entry.read_bytes()[:-1] + b"x")
+    mutate(demo, "teams/vision.yaml", "guaranteed: 4", "guaranteed: 6")
+    assert computed() == 1
+
+
+def test_serving_rows_are_kept_a_block_of_teams_at_a_time(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both reports' serving rows are kept by the units of the teams of each block
+    (``policy_report._serving_blocks``; here a block per team): after nlp's edit only nlp's rows
+    are rendered again, by each report; after an edit of a team without deployments, none; the
+    reports are the uncached ones throughout."""
+    import compiler.report.policy_report as policy_report
+
+    monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")  # the reports rendered in this process, where they are counted
+    monkeypatch.setattr(policy_report, "_SERVING_BLOCK", 1)
+    rendered: list[tuple[str, ...]] = []
+    real = policy_report._rows_of
+    monkeypatch.setattr(policy_report, "_rows_of",
+                        lambda p, teams: rendered.append(tuple(t.name for t in teams)) or real(p, teams))
+
+    def counted() -> list[tuple[str, ...]]:
+        rendered.clear()
+        inc = compile_policies(_opts(demo), Store(demo))
+        found = sorted(rendered)
+        _same(inc, compile_policies(_opts(demo)))
+        return found
+
+    assert counted() == [("nlp",), ("nlp",), ("search",), ("search",)]
+    mutate(demo, "teams/nlp.yaml", "replicas: {min: 2, max: 4}", "replicas: {min: 1, max: 4}")
+    assert counted() == [("nlp",), ("nlp",)]
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    assert counted() == []
+
+
+def test_priority_rows_are_kept_a_block_of_teams_at_a_time(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """REPORT.md's priority rows are kept by the units of the teams of each block (here a block per
+    team): after vision's edit only vision's row is rendered again, after a fleet edit every row;
+    the reports are the uncached ones throughout."""
+    import compiler.report.priorities as priorities
+
+    monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")  # the reports rendered in this process, where they are counted
+    monkeypatch.setattr(priorities, "_BLOCK", 1)
+    rendered: list[str] = []
+    real = priorities._team_row
+    monkeypatch.setattr(priorities, "_team_row", lambda p, team: rendered.append(team.name) or real(p, team))
+
+    def counted() -> list[str]:
+        rendered.clear()
+        inc = compile_policies(_opts(demo), Store(demo))
+        found = sorted(rendered)
+        _same(inc, compile_policies(_opts(demo)))
+        return found
+
+    every = counted()
+    assert len(every) == 5 and "vision" in every
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    assert counted() == ["vision"]
+    mutate(demo, "fleet.yaml", "onprem.k8s.acme.internal", "onprem2.k8s.acme.internal")
+    assert counted() == every

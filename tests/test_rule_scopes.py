@@ -137,3 +137,55 @@ def test_a_cohort_reads_the_fleet_alone(case: str, tmp_path: Path) -> None:
         assert all(whole[m.name] == m.obj for m in mine)  # the pass's own, but the holder's
         compared += len(mine)
     assert compared or case != "generated"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_dra_report_reads_the_fleet_alone(case: str, tmp_path: Path) -> None:
+    """``compiler.report.dra.dra_report`` reads the fleet only, which lets the store keep it by the
+    fleet file (``StoredFragments.of_fleet``): the same section on the whole policy as on its fleet
+    alone, and a value the store can keep (``marshal``) that comes back equal."""
+    import marshal
+    from dataclasses import replace
+
+    from compiler.report.dra import dra_report
+
+    policy, _ = policy_at(_tree(case, tmp_path))
+    assert policy is not None
+    whole = dra_report(policy)
+    assert whole == dra_report(replace(policy, teams=()))
+    assert marshal.loads(marshal.dumps(whole)) == whole
+    assert whole or case != "generated"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_teams_serving_rows_read_the_fleet_and_that_team_alone(case: str, tmp_path: Path) -> None:
+    """``compiler.serving.plan.serving_rows`` reads the fleet and its team only, which lets both
+    reports keep the rows' text by those teams' units (``policy_report._serving_blocks``): a team's
+    rows are the same on the whole policy as on the fleet and that team alone, and are the whole
+    report's rows of that team, in order."""
+    from dataclasses import replace
+
+    from compiler.serving.plan import serving_report, serving_rows
+
+    policy, _ = policy_at(_tree(case, tmp_path))
+    assert policy is not None
+    report = serving_report(policy)
+    rows = [row for team in policy.teams for row in serving_rows(policy, team)]
+    assert rows == report
+    for team in policy.teams:
+        assert serving_rows(policy, team) == serving_rows(replace(policy, teams=(team,)), team)
+    assert report or case not in ("demo", "generated")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_teams_priority_row_reads_the_fleet_and_that_team_alone(case: str, tmp_path: Path) -> None:
+    """REPORT.md's priority row of a team (``compiler.report.priorities._team_row``) reads the fleet
+    and that team only, which lets the store keep the rows a block of teams at a time."""
+    from dataclasses import replace
+
+    from compiler.report.priorities import _team_row
+
+    policy, _ = policy_at(_tree(case, tmp_path))
+    assert policy is not None
+    for team in policy.teams:
+        assert _team_row(policy, team) == _team_row(replace(policy, teams=(team,)), team)

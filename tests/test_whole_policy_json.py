@@ -16,7 +16,8 @@ from helpers import copy_demo, policy_at
 from compiler.emit.jsonfast import Written, dumps_sorted_indent2
 from compiler.policy.allocation import Resolved, TeamAllocation
 from compiler.policy.graph import Policy
-from compiler.report.policy_report import _teams, _written, allocation_data, render_json
+from compiler.report import policy_report
+from compiler.report.policy_report import _teams, _written, allocation_data, render_json, render_markdown
 
 
 def _reference(policy: Policy) -> bytes:
@@ -34,13 +35,22 @@ def test_demo_allocation_json_is_the_reference(tmp_path: Path) -> None:
     assert render_json(policy) == _reference(policy)
 
 
-def test_generated_allocation_json_is_the_reference(tmp_path: Path) -> None:
+@pytest.mark.parametrize("block", [16, 2, 1])
+def test_generated_allocation_json_is_the_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    block: int) -> None:
+    """Also with the serving rows cut into blocks of every size (``_serving_blocks``): both
+    reports the same bytes however they are cut."""
     from bench.generate import generate
 
     generate(60, 5, tmp_path / "org")
     policy = _policy(tmp_path / "org")
+    whole = render_markdown(policy)
+    monkeypatch.setattr(policy_report, "_SERVING_BLOCK", block)
+    policy = _policy(tmp_path / "org")
     assert len(policy.allocation.entries) > 300  # the structured path carries most of the file
+    assert len(policy_report._serving_blocks(policy)) >= (1 if block == 16 else 4)
     assert render_json(policy) == _reference(policy)
+    assert render_markdown(policy) == whole
 
 
 def _entry(team: str, g: Any, b: Any, le: Any, origin: str = "team") -> TeamAllocation:

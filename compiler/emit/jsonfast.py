@@ -55,6 +55,17 @@ def dumps_sorted_indent2(data: Any) -> str:
     return "".join(out)
 
 
+def written_at(data: Any, nl: str) -> str | None:
+    """``data`` as ``dumps_sorted_indent2`` writes it on a line whose newline and indentation is
+    ``nl`` (a ``Written``'s text), or None where only ``json.dumps`` would write it."""
+    out: list[str] = []
+    try:
+        _value(data, nl, out, 0)
+    except _Fallback:
+        return None
+    return "".join(out)
+
+
 def _value(v: Any, nl: str, out: list[str], depth: int) -> None:
     t = type(v)
     if t is str:

@@ -42,8 +42,9 @@ from compiler.pipeline.units import RepoFile, StoredFragments, kept, repo_file, 
 from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import check_manifests
 from compiler.report.codeowners import OwnedPart, check_size, owned_part, render_codeowners
+from compiler.report.fragments import Fragments
 from compiler.report.gitops import argocd_reports
-from compiler.report.policy_report import REPORT_PARTS, Fragments, in_order, policy_reports
+from compiler.report.policy_report import REPORT_PARTS, in_order, policy_reports
 from compiler.validate.relations import check_output_path
 from compiler.validate.waivers import apply_waivers
 from compiler.verify.context import VerifyStats
@@ -78,7 +79,7 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
             reports = Pending(lambda: None if (files := rendered()) is None else [stored_part(run, files, True)])
         else:
             tasks = Tasks(len(REPORT_PARTS) if run.reports else 0)
-            fragments = StoredFragments(run.store, team_names(run.team_keys, policy.teams))
+            fragments = StoredFragments(run.store, team_names(run.team_keys, policy.teams), run.fleet_key)
             unit = in_child(policy_unit, policy, run, tasks, fragments, nice=0)
             mine = Pending(lambda: report_parts(policy, run, tasks, fragments))
 

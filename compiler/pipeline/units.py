@@ -235,15 +235,29 @@ class LazyFiles(Mapping[str, bytes]):
 
 class StoredFragments:
     """Report texts that read the fleet and some teams' files alone
-    (``compiler.report.policy_report.Fragments``), kept by those teams' units' keys (kind
+    (``compiler.report.fragments.Fragments``), kept by those teams' units' keys (kind
     ``fragment``). ``names``: team name -> its unit's key (None when two files name one team:
     every text is rendered). The keys read or written are in ``used``: a forked process hands
     them back, so that the run keeps them live."""
 
-    def __init__(self, store: Store, names: Mapping[str, str] | None) -> None:
+    def __init__(self, store: Store, names: Mapping[str, str] | None, fleet: str | None = None) -> None:
         self.store = store
         self.names = names
+        self.fleet = fleet  # the fleet file's key (``fleet_input_key``): None, nothing kept by it
         self.used: list[str] = []
+
+    def of_fleet(self, what: str, compute: Callable[[], Any]) -> Any:
+        if self.fleet is None:
+            return compute()
+        key = digest("fragment", what, self.fleet)
+        hit = self.store.get("fragment", key)
+        if isinstance(hit, tuple) and len(hit) == 1:  # the value itself may be None
+            self.used.append(key)
+            return hit[0]
+        value = compute()
+        self.store.put("fragment", key, (value,))
+        self.used.append(key)
+        return value
 
     def text(self, what: str, teams: Sequence[str], render: Callable[[], str | None]) -> str | None:
         names = self.names

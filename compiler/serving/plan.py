@@ -79,21 +79,28 @@ def serving_report(policy: Policy) -> list[dict[str, Any]]:
     """Per deployment: where it runs and its sizing arithmetic (weights, KV, budget, bandwidth
     bound), for REPORT.md and allocation.json. Deployments that cannot be resolved carry
     ``sizing: None`` (their diagnostics say why)."""
-    out: list[dict[str, Any]] = []
-    for r in deployments(policy):
-        d = r.dep
-        sizing = r.sizing
-        out.append({
-            "team": r.team.name,
-            "name": d.name,
-            "cluster": d.cluster,
-            "pool": d.pool,
-            "model": d.model,
-            "replicas": {"min": d.replicas.min, "max": d.replicas.max},
-            "gpusPerReplica": d.tensor_parallel,
-            "gpusAtMin": d.replicas.min * d.tensor_parallel,
-            "gpusAtMax": d.replicas.max * d.tensor_parallel,
-            "poolGpus": None if r.pool is None else pool_gpus(r.pool),
-            "sizing": None if sizing is None else sizing.as_dict(),
-        })
-    return out
+    return [_row(r) for r in deployments(policy)]
+
+
+def serving_rows(policy: Policy, team: Team) -> list[dict[str, Any]]:
+    """``serving_report``'s rows of one team: they read the fleet and that team alone
+    (``resolve``), so the reports keep them by the team's unit."""
+    return [_row(resolve(policy, team, i, dep)) for i, dep in enumerate(team.model.spec.serving)]
+
+
+def _row(r: Resolved) -> dict[str, Any]:
+    d = r.dep
+    sizing = r.sizing
+    return {
+        "team": r.team.name,
+        "name": d.name,
+        "cluster": d.cluster,
+        "pool": d.pool,
+        "model": d.model,
+        "replicas": {"min": d.replicas.min, "max": d.replicas.max},
+        "gpusPerReplica": d.tensor_parallel,
+        "gpusAtMin": d.replicas.min * d.tensor_parallel,
+        "gpusAtMax": d.replicas.max * d.tensor_parallel,
+        "poolGpus": None if r.pool is None else pool_gpus(r.pool),
+        "sizing": None if sizing is None else sizing.as_dict(),
+    }
