@@ -1050,9 +1050,9 @@ def test_report_fragments_are_kept_by_their_teams_units(demo: Path, monkeypatch:
     monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")  # the reports rendered in this process, where they are counted
     _check(demo, "none")
     rendered: list[tuple[str, ...]] = []
-    rows, teams = policy_report._entry_rows, policy_report._teams_text
+    rows, teams = policy_report._entry_rows, policy_report._team_entries
     monkeypatch.setattr(policy_report, "_entry_rows", lambda p, c, es: rendered.append(("md", c)) or rows(p, c, es))
-    monkeypatch.setattr(policy_report, "_teams_text",
+    monkeypatch.setattr(policy_report, "_team_entries",
                         lambda es, nl, seen: rendered.append(("json", es[0].cluster, es[0].gpu_class)) or teams(es, nl, seen))
 
     def counted() -> set[tuple[str, ...]]:
@@ -1261,3 +1261,33 @@ def test_priority_rows_are_kept_a_block_of_teams_at_a_time(demo: Path, monkeypat
     assert counted() == ["vision"]
     mutate(demo, "fleet.yaml", "onprem.k8s.acme.internal", "onprem2.k8s.acme.internal")
     assert counted() == every
+
+
+def test_report_tables_are_kept_a_block_of_rows_at_a_time(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cluster's table in REPORT.md and a class's teams in allocation.json are kept a block of
+    teams at a time (``policy_report._ROWS_BLOCK``; here about two teams a block): after vision's
+    edit only the blocks listing vision are rendered again; the reports are the uncached ones."""
+    import compiler.report.policy_report as policy_report
+
+    monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")  # the reports rendered in this process, where they are counted
+    monkeypatch.setattr(policy_report, "_ROWS_BLOCK", 2)
+    rendered: list[tuple[str, ...]] = []
+    rows, teams = policy_report._entry_rows, policy_report._team_entries
+    monkeypatch.setattr(policy_report, "_entry_rows",
+                        lambda p, c, es: rendered.append(("md", c, *sorted({e.team for e in es}))) or rows(p, c, es))
+    monkeypatch.setattr(policy_report, "_team_entries",
+                        lambda es, nl, seen: rendered.append(("json", *sorted({e.team for e in es}))) or teams(es, nl, seen))
+
+    def counted() -> list[tuple[str, ...]]:
+        rendered.clear()
+        inc = compile_policies(_opts(demo), Store(demo))
+        found = list(rendered)
+        _same(inc, compile_policies(_opts(demo)))
+        return found
+
+    every = counted()
+    assert any(len(r) > 3 for r in every if r[0] == "md")  # a block of several teams
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    again = counted()
+    assert again and all("vision" in r for r in again), again
+    assert len(again) < len(every) and len({r for r in again if r[0] == "md"}) < len({r for r in every if r[0] == "md"})

@@ -38,14 +38,15 @@ def test_demo_allocation_json_is_the_reference(tmp_path: Path) -> None:
 @pytest.mark.parametrize("block", [16, 2, 1])
 def test_generated_allocation_json_is_the_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     block: int) -> None:
-    """Also with the serving rows cut into blocks of every size (``_serving_blocks``): both
-    reports the same bytes however they are cut."""
+    """Also with the serving rows and the tables cut into blocks of every size
+    (``_serving_blocks``, ``_ROWS_BLOCK``): both reports the same bytes however they are cut."""
     from bench.generate import generate
 
     generate(60, 5, tmp_path / "org")
     policy = _policy(tmp_path / "org")
     whole = render_markdown(policy)
     monkeypatch.setattr(policy_report, "_SERVING_BLOCK", block)
+    monkeypatch.setattr(policy_report, "_ROWS_BLOCK", block)
     policy = _policy(tmp_path / "org")
     assert len(policy.allocation.entries) > 300  # the structured path carries most of the file
     assert len(policy_report._serving_blocks(policy)) >= (1 if block == 16 else 4)

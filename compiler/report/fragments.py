@@ -11,9 +11,11 @@ reads the others.
 from __future__ import annotations
 
 import zlib
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence, TypeVar
 
 from compiler.policy.graph import Team
+
+_T = TypeVar("_T")
 
 
 class Fragments(Protocol):
@@ -38,14 +40,19 @@ class Rendered:
         return compute()
 
 
-def in_blocks(teams: Sequence[Team], every: int) -> list[list[Team]]:
-    """``teams`` in order, cut into consecutive blocks where a team's name says (content-defined,
-    ``every`` teams per block on average): a team added or removed changes its own block only."""
-    blocks: list[list[Team]] = []
-    block: list[Team] = []
-    for team in teams:
-        block.append(team)
-        if zlib.crc32(team.name.encode()) % every == 0:
+def in_blocks(items: Sequence[_T], every: int, name: Callable[[_T], str]) -> list[list[_T]]:
+    """``items`` in order, cut into consecutive blocks after each item whose team's ``name`` says
+    so (content-defined, ``every`` teams per block on average): a team added or removed changes
+    its own block only."""
+    blocks: list[list[_T]] = []
+    block: list[_T] = []
+    for item in items:
+        block.append(item)
+        if zlib.crc32(name(item).encode()) % every == 0:
             blocks.append(block)
             block = []
     return [*blocks, block] if block else blocks
+
+
+def team_name(team: Team) -> str:
+    return team.name

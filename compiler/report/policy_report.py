@@ -16,7 +16,7 @@ from compiler.report.attribution import attribution_report
 from compiler.report.charts import cluster_charts
 from compiler.report.cohort_tree import cohort_tree
 from compiler.report.dra import dra_report
-from compiler.report.fragments import Fragments, Rendered, in_blocks
+from compiler.report.fragments import Fragments, Rendered, in_blocks, team_name
 from compiler.report.gpu_facts import gpu_facts_section
 from compiler.report.node_contract import contract_files
 from compiler.report.priorities import priorities_section
@@ -150,35 +150,50 @@ def _entry_text(e: TeamAllocation, nl: str, seen: dict[_EntryKey, str]) -> str |
     return text
 
 
-def _teams_text(entries: list[TeamAllocation], nl: str, seen: dict[_EntryKey, str]) -> str | None:
+def _teams_text(entries: list[TeamAllocation], nl: str, seen: dict[_EntryKey, str],
+                fragments: Fragments = Rendered()) -> str | None:
     """``_teams(entries)`` as the indenting JSON writer writes it at ``nl`` (half of
-    allocation.json's bytes, ~5x faster than the generic writer); None if an entry is not
-    ``_entry_text``'s."""
+    allocation.json's bytes, ~5x faster than the generic writer), a block of teams at a time
+    (``in_blocks``) kept by those teams' units; None if an entry is not ``_entry_text``'s."""
     by_team = {e.team: e for e in entries}  # a team budgeted twice: the last entry, as in _teams
     if not by_team:
         return "{}"
     if any(type(t) is not str for t in by_team):
         return None
-    inner = nl + "  "
-    parts = []
-    for team in sorted(by_team):
-        text = _entry_text(by_team[team], inner, seen)
+    what = f"allocation.json {entries[0].cluster} {entries[0].gpu_class} {len(nl)}"
+    texts = []
+    for block in in_blocks(sorted(by_team), _ROWS_BLOCK, str):
+        def render(block: list[str] = block) -> str | None:
+            return _team_entries([by_team[team] for team in block], nl + "  ", seen)
+
+        text = fragments.text(what, block, render)
         if text is None:
             return None
-        parts.append(f"{inner}{encode_basestring_ascii(team)}: {text}")
-    return "{" + ",".join(parts) + nl + "}"
+        texts.append(text)
+    return "{" + ",".join(texts) + nl + "}"
+
+
+def _team_entries(entries: list[TeamAllocation], inner: str, seen: dict[_EntryKey, str]) -> str | None:
+    """Consecutive teams' entries of a class's ``teams`` object, written at ``inner``."""
+    parts = []
+    for e in entries:
+        text = _entry_text(e, inner, seen)
+        if text is None:
+            return None
+        parts.append(f"{inner}{encode_basestring_ascii(e.team)}: {text}")
+    return ",".join(parts)
+
+
+# Rows per kept block of a cluster's table in REPORT.md and of a class's teams in allocation.json,
+# on average: at 5,000 teams a cluster lists ~2,600 entries and a class ~650; a one-team edit
+# renders a block of each instead of the whole (~4 tables and ~8 classes each time).
+_ROWS_BLOCK = 256
 
 
 def _written(seen: dict[_EntryKey, str], fragments: Fragments = Rendered()) -> Callable[[list[TeamAllocation]], Written]:
     """A class's teams as ``Written``: their text kept by the teams' units (an entry reads the
     fleet and its team's file alone: ``compiler.policy.allocation.build_allocation``)."""
-    def text(entries: list[TeamAllocation], nl: str) -> str | None:
-        if not entries:
-            return "{}"
-        what = f"allocation.json {entries[0].cluster} {entries[0].gpu_class} {len(nl)}"
-        return fragments.text(what, [e.team for e in entries], lambda: _teams_text(entries, nl, seen))
-
-    return lambda entries: Written(lambda: _teams(entries), lambda nl: text(entries, nl))
+    return lambda entries: Written(lambda: _teams(entries), lambda nl: _teams_text(entries, nl, seen, fragments))
 
 
 def render_json(policy: Policy, fragments: Fragments = Rendered()) -> bytes:
@@ -186,6 +201,10 @@ def render_json(policy: Policy, fragments: Fragments = Rendered()) -> bytes:
     # (tests/test_emit_fast.py, tests/test_whole_policy_json.py)
     data = _allocation_data(policy, _written({}, fragments), _serving_written(policy, fragments), fragments)
     return (dumps_sorted_indent2(data) + "\n").encode()
+
+
+def _team_of(e: TeamAllocation) -> str:
+    return e.team
 
 
 def _entry_rows(policy: Policy, cname: str, entries: Sequence[TeamAllocation]) -> str:
@@ -239,8 +258,11 @@ def render_markdown(policy: Policy, fragments: Fragments = Rendered()) -> bytes:
         if entries:
             lines += ["| team | class | guaranteed | share | borrow up to | lend up to |",
                       "|---|---|---:|---:|---:|---:|"]
-            lines.append(fragments.text(f"REPORT.md {cname}", [e.team for e in entries],
-                                        lambda: _entry_rows(policy, cname, entries)) or "")
+            for block in in_blocks(entries, _ROWS_BLOCK, _team_of):
+                def rows(block: list[TeamAllocation] = block, cname: str = cname) -> str:
+                    return _entry_rows(policy, cname, block)
+
+                lines.append(fragments.text(f"REPORT.md {cname}", [e.team for e in block], rows) or "")
             lines.append("")
     lines += ["## Cohort tree", "", *cohort_tree(policy), ""]
     lines += priorities_section(policy, fragments)
@@ -294,7 +316,7 @@ def _serving_blocks(policy: Policy) -> list[list[Team]]:
     block's rows read the fleet and its teams alone (``serving_rows``), so both reports keep their
     text by those teams' units: rendering the 1,100 deployments of 5,000 teams was ~0.1 s of
     allocation.json's process and ~0.05 s of REPORT.md's on every run."""
-    return in_blocks([t for t in policy.teams if t.model.spec.serving], _SERVING_BLOCK)
+    return in_blocks([t for t in policy.teams if t.model.spec.serving], _SERVING_BLOCK, team_name)
 
 
 _SERVING_BLOCK = 16  # teams with deployments per block, on average

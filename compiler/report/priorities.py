@@ -5,7 +5,7 @@ from __future__ import annotations
 from compiler.policy.graph import Policy, Team
 from compiler.policy.labels import LABEL_PRIORITY_CLASS
 from compiler.policy.priorities import SERVING_PRIORITY_CLASS, fleet_default_tier, ordered_tiers, team_priorities
-from compiler.report.fragments import Fragments, Rendered, in_blocks
+from compiler.report.fragments import Fragments, Rendered, in_blocks, team_name
 
 QUOTA_NAME = "gpupolicy-reserved-priority"  # compiler.lower.admission_priority.QUOTA_NAME (reports do not import lower)
 
@@ -31,7 +31,7 @@ def priorities_section(policy: Policy, fragments: Fragments = Rendered()) -> lis
                   "(Kueue v0.19.2 would otherwise rank it at 0 or by its pods' PriorityClass); admission denies a tier "
                   "or a pod `priorityClassName` the team may not use.", "",
                   "| team | its tier (default for its jobs) | may use | from |", "|---|---|---|---|"]
-        for block in in_blocks(sorted(policy.teams, key=lambda t: t.name), _BLOCK):
+        for block in in_blocks(sorted(policy.teams, key=team_name), _BLOCK, team_name):
             def render(block: list[Team] = block) -> str:
                 return "\n".join(_team_row(policy, team) for team in block)
 
