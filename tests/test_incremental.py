@@ -1113,13 +1113,19 @@ def test_cohorts_kept_a_cluster_at_a_time(demo: Path, monkeypatch: pytest.Monkey
 
     lowered: list[str] = []
     real = cohorts._lowered
-    monkeypatch.setattr(cohorts, "_lowered", lambda run, p, c, names: lowered.append(c) or real(run, p, c, names))
+    monkeypatch.setattr(cohorts, "_lowered",
+                        lambda run, p, c, names, key: lowered.append(c) or real(run, p, c, names, key))
 
     def kept() -> list[str]:
         lowered.clear()
-        inc = compile_policies(_opts(demo), Store(demo), objects=False)
-        _same(inc, compile_policies(_opts(demo), objects=False))
+        store = Store(demo)
+        inc = compile_policies(_opts(demo), store, objects=False)
+        _same(inc, compile_policies(_opts(demo), objects=False))  # the bytes, from the Cohorts' own blobs
         assert not inc.failed and any(rel.startswith(("cloud/kueue/cohort.", "onprem/kueue/cohort.")) for rel in inc.out_digests)
+        assert inc.record is not None
+        homed = {rel: key for rel, key in inc.record.homes.items() if "/kueue/cohort." in rel}
+        assert homed and not set(homed) & set(store.get("blob", inc.record.glob))  # not in the run's blob
+        assert {("blob", key) for key in homed.values()} <= store.used
         return sorted(lowered)
 
     assert kept() == ["cloud", "onprem"]
@@ -1151,11 +1157,12 @@ def test_report_parts_are_stored_by_the_process_that_renders_them(demo: Path, mo
     first = compile_policies(_opts(demo), store, objects=False, digests=False)
     rec = first.record
     assert rec is not None and not first.out_files
-    assert {"REPORT.md", "allocation.json"} <= set(rec.homes) <= set(rec.inline)
-    assert rec.glob not in rec.homes.values() and len(set(rec.homes.values())) == 2  # one blob a part
+    reports = {rel: key for rel, key in rec.homes.items() if "/kueue/cohort." not in rel}  # kept Cohorts' apart
+    assert {"REPORT.md", "allocation.json"} <= set(reports) and set(rec.homes) <= set(rec.inline)
+    assert rec.glob not in rec.homes.values() and len(set(reports.values())) == 2  # one blob a part
     main_blob = store.get("blob", rec.glob)
     assert isinstance(main_blob, dict) and not set(main_blob) & set(rec.homes)
-    for rel, key in rec.homes.items():  # each blob holds its part's files, as the record's digests say
+    for rel, key in rec.homes.items():  # each blob holds its files, as the record's digests say
         part = store.get("blob", key)
         assert isinstance(part, dict) and content_digest(part[rel]) == rec.inline[rel]
     assert ("blob", rec.glob) in store.used and {("blob", k) for k in rec.homes.values()} <= store.used
@@ -1166,7 +1173,7 @@ def test_report_parts_are_stored_by_the_process_that_renders_them(demo: Path, mo
 
     monkeypatch.setenv("GPUPOLICY_CRDS", str(CRDS))
     assert main(["validate", "--root", str(demo)]) == 0  # this process's fingerprint (its sys.path)
-    (demo / CACHE_DIRNAME / "blob" / rec.homes["allocation.json"]).unlink()  # pruned by another run
+    (demo / CACHE_DIRNAME / "blob" / reports["allocation.json"]).unlink()  # pruned by another run
     stores: list[object] = []
     real = pipeline_run.compile_policies
     monkeypatch.setattr(pipeline_run, "compile_policies",

@@ -19,7 +19,7 @@ import functools
 from typing import NamedTuple
 
 from compiler.cache.records import DiagRecord, StatsRecord, diag_in, diag_out
-from compiler.cache.store import digest
+from compiler.cache.store import content_digest, digest
 from compiler.diagnostics import Diagnostic
 from compiler.emit.tree import render_manifest
 from compiler.lower import CLUSTER_PASSES, lower_cluster
@@ -32,10 +32,12 @@ from compiler.policy.graph import Policy
 
 
 class KeptCohorts(NamedTuple):
-    """The kept Cohorts of every cluster: their files, findings and statistics (their part of
-    the inventory is merged into the run's when read)."""
+    """The kept Cohorts of every cluster: their files' digests and the blob holding each file's
+    bytes, their findings and statistics (their part of the inventory is merged into the run's
+    when read)."""
 
-    files: dict[str, bytes]
+    digests: dict[str, str]
+    homes: dict[str, str]
     diags: list[Diagnostic]
     stats: list[StatsRecord]
 
@@ -63,8 +65,12 @@ def kept_cohorts(run: Run, policy: Policy, left: dict[str, list[str]], inventory
     """The Cohorts ``fleet_lowered`` left, a cluster at a time from the store when it holds the
     same departments' (keyed by the run's options and compiler, the fleet file and the names),
     else lowered, rendered and verified (through a table per cluster, as ``verify_objects``) and
-    kept; their part of the inventory merged into ``inventory``."""
-    files: dict[str, bytes] = {}
+    kept; their part of the inventory merged into ``inventory``. The entry holds the files'
+    digests; their bytes are a blob under the same key, which the run's record names as their
+    home (``RunRecord.homes``), so a run neither hashes nor stores them again (12,700 files at
+    5,000 teams: ~0.05 s of this process after the rules' process had finished)."""
+    digests: dict[str, str] = {}
+    homes: dict[str, str] = {}
     diags: list[Diagnostic] = []
     stats: list[StatsRecord] = []
     for c, names in left.items():
@@ -73,22 +79,29 @@ def kept_cohorts(run: Run, policy: Policy, left: dict[str, list[str]], inventory
         key = digest(run.fp, run.fleet_key or "", "cohorts", c, *names)
         hit = run.store.get("cohorts", key)
         if not (isinstance(hit, tuple) and len(hit) == 5):
-            hit = _lowered(run, policy, c, names)
+            hit = _lowered(run, policy, c, names, key)
             run.store.put("cohorts", key, hit)
         rendered, record, rows, found, counted = hit
         inventory.merge(Inventory.from_record(record, functools.partial(list, rows)))
-        files.update(rendered)
+        digests.update(rendered)
+        homes.update(dict.fromkeys(rendered, key))
+        run.store.used.add(("blob", key))
         diags += [diag_in(d) for d in found]
         stats += counted
-    return KeptCohorts(files, diags, stats)
+    return KeptCohorts(digests, homes, diags, stats)
 
 
-def _lowered(run: Run, policy: Policy, cluster: str, names: list[str]
-             ) -> tuple[dict[str, bytes], object, list[object], list[DiagRecord], list[StatsRecord]]:
+def _lowered(run: Run, policy: Policy, cluster: str, names: list[str], key: str
+             ) -> tuple[dict[str, str], object, list[object], list[DiagRecord], list[StatsRecord]]:
+    """A cluster's kept Cohorts lowered, rendered (the bytes stored and held under ``key``) and
+    verified: the entry ``kept_cohorts`` keeps."""
     objects = [cohort(policy, cluster, name) for name in names]
     rendered = {m.relpath: render_manifest(m) for m in objects}
+    run.store.put("blob", key, rendered, compress=True)
+    run.keep(key, rendered)
     counted: list[StatsRecord] = []
     found = (verify_objects(run, objects, rendered, counted, digest(run.fp, "cohorts", cluster))
              if run.verifier is not None else [])
     inventory = Inventory.of(objects)
-    return rendered, inventory.to_record(), list(inventory.files), [diag_out(d) for d in found], counted
+    digests = {rel: content_digest(data) for rel, data in rendered.items()}
+    return digests, inventory.to_record(), list(inventory.files), [diag_out(d) for d in found], counted

@@ -214,7 +214,6 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
 
     # emit (in memory) and verify: fleet and output objects one by one, team units whole
     inline = render_fleet(run, fresh)
-    inline.update(cohorts.files)
     run.lap("emit")
     stats: list[StatsRecord] = list(cohorts.stats)
     found: list[Diagnostic] = list(cohorts.diags)
@@ -242,7 +241,8 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
 
     # report: the policy-scope and output-scope files, CODEOWNERS, the schemas
     inline_digests = {rel: content_digest(data) for rel, data in inline.items()}
-    homes: dict[str, str] = {}  # the report files' blobs (``stored_part``)
+    inline_digests.update(cohorts.digests)
+    homes = dict(cohorts.homes)  # the files in blobs of their own: kept Cohorts, reports (``stored_part``)
     if run.reports:  # a waived error does not withhold them
         parts = reports() or [stored_part(run, policy_reports(policy), True)]
         for part_digests, key, files in parts:
