@@ -1147,8 +1147,9 @@ def test_report_parts_are_stored_by_the_process_that_renders_them(demo: Path, mo
     """REPORT.md (with the node contracts) and allocation.json are each stored as a blob of their
     own by the process that rendered them (``stages.stored_part``), so their bytes never cross
     from the rules' process: a run that writes nothing (``validate``) keeps only their digests and
-    where they are; a run answered from its record reads them from those blobs; with a blob gone,
-    the CLI renders again."""
+    where they are; the two reports as their recipes, the fragments they are made of named; a run
+    answered from its record reads them from those blobs; with a blob or a fragment gone, the CLI
+    renders again."""
     if not fork:
         monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")
     _check(demo, "none")
@@ -1164,7 +1165,14 @@ def test_report_parts_are_stored_by_the_process_that_renders_them(demo: Path, mo
     assert isinstance(main_blob, dict) and not set(main_blob) & set(rec.homes)
     for rel, key in rec.homes.items():  # each blob holds its files, as the record's digests say
         part = store.get("blob", key)
-        assert isinstance(part, dict) and content_digest(part[rel]) == rec.inline[rel]
+        assert isinstance(part, dict)
+        data = part[rel]
+        if rel in ("REPORT.md", "allocation.json"):  # their recipe: literal text and kept fragments
+            assert isinstance(data, list) and {p[0] for p in data if isinstance(p, tuple)} <= set(rec.pieces)
+            assert sum(isinstance(p, tuple) for p in data) >= 2
+            data = "".join(p if isinstance(p, str) else store.get("fragment", p[0]) for p in data).encode()
+        assert content_digest(data) == rec.inline[rel]
+    assert rec.pieces and {("fragment", k) for k in rec.pieces} <= store.used
     assert ("blob", rec.glob) in store.used and {("blob", k) for k in rec.homes.values()} <= store.used
     inc = _check(demo, "result")  # the bytes behind the digests, from the parts' blobs (``_same``)
     assert inc.record is not None and inc.record.homes == rec.homes
@@ -1180,6 +1188,18 @@ def test_report_parts_are_stored_by_the_process_that_renders_them(demo: Path, mo
                         lambda opts, store=None, **kw: stores.append(store) or real(opts, store, **kw))
     assert main(["build", "--root", str(demo)]) == 0
     assert len(stores) == 2 and stores[1] is None  # answered from the record, then rendered whole
+    full = real(_opts(demo))
+    assert (demo / "out" / "allocation.json").read_bytes() == full.out_files["allocation.json"]
+    assert (demo / "out" / "REPORT.md").read_bytes() == full.out_files["REPORT.md"]
+    # a fragment a recipe names gone: the same
+    mutate(demo, "teams/vision.yaml", "guaranteed: 4", "guaranteed: 6")
+    assert main(["validate", "--root", str(demo)]) == 0
+    again = real(_opts(demo), Store(demo), objects=False, digests=False).record
+    assert again is not None and again.pieces
+    (demo / CACHE_DIRNAME / "fragment" / again.pieces[0]).unlink()
+    stores.clear()
+    assert main(["build", "--root", str(demo)]) == 0
+    assert len(stores) == 2 and stores[1] is None
     full = real(_opts(demo))
     assert (demo / "out" / "allocation.json").read_bytes() == full.out_files["allocation.json"]
     assert (demo / "out" / "REPORT.md").read_bytes() == full.out_files["REPORT.md"]

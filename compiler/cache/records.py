@@ -81,11 +81,12 @@ class RunRecord:
     repo: dict[str, str]  # digests of CODEOWNERS and schemas/ (the bytes: kind ``repo``, by digest)
     n: int  # objects
     stats: dict[str, object]  # verify statistics
-    homes: dict[str, str] = field(default_factory=dict)  # the reports' files -> the blob holding each
+    homes: dict[str, str] = field(default_factory=dict)  # files in blobs of their own -> the blob holding each
+    pieces: list[str] = field(default_factory=list)  # the fragments those blobs' recipes name
 
     def plain(self) -> tuple[Any, ...]:
         return (self.diags, self.failed, self.units, self.inline, self.glob, self.repo, self.n, self.stats,
-                self.homes)
+                self.homes, self.pieces)
 
     @classmethod
     def of(cls, value: Any) -> RunRecord:

@@ -30,12 +30,12 @@ class _Fallback(Exception):
 
 class Written:
     """A value its caller writes: ``write(nl)`` is its text where ``nl`` is the newline and
-    indentation of its line (``"\\n    "``), the same bytes as ``plain()`` would be written, or
-    None to write ``plain()``."""
+    indentation of its line (``"\\n    "``), the same bytes as ``plain()`` would be written (one
+    string, or the pieces that join to it), or None to write ``plain()``."""
 
     __slots__ = ("plain", "write")
 
-    def __init__(self, plain: Callable[[], Any], write: Callable[[str], str | None]) -> None:
+    def __init__(self, plain: Callable[[], Any], write: Callable[[str], str | list[str] | None]) -> None:
         self.plain = plain
         self.write = write
 
@@ -47,12 +47,18 @@ def _plain(o: Any) -> Any:
 
 
 def dumps_sorted_indent2(data: Any) -> str:
+    return "".join(dumps_pieces(data))
+
+
+def dumps_pieces(data: Any) -> list[str]:
+    """``dumps_sorted_indent2(data)`` in the pieces that join to it, each ``Written`` piece as its
+    writer gave it (``compiler.report.fragments.recipe`` keeps a report by them)."""
     out: list[str] = []
     try:
         _value(data, "\n", out, 0)
     except _Fallback:
-        return json.dumps(data, indent=2, sort_keys=True, default=_plain)
-    return "".join(out)
+        return [json.dumps(data, indent=2, sort_keys=True, default=_plain)]
+    return out
 
 
 def written_at(data: Any, nl: str) -> str | None:
@@ -114,6 +120,8 @@ def _value(v: Any, nl: str, out: list[str], depth: int) -> None:
         text = v.write(nl)
         if text is None:
             _value(v.plain(), nl, out, depth)
+        elif type(text) is list:
+            out.extend(text)
         else:
             out.append(text)
     else:

@@ -72,6 +72,7 @@ from compiler.pipeline.waivers import expire
 
 if TYPE_CHECKING:
     from compiler.policy.graph import Policy
+    from compiler.report.fragments import Recipe
     from compiler.verify.run import Verifier
 
 
@@ -288,6 +289,7 @@ class Run:
         # waiver expiry depends on the date, so it is decided here on every run, never stored
         self.store.used.update(("repo", d) for d in rec.repo.values())
         self.store.used.update(("blob", k) for k in {rec.glob, *rec.homes.values()})
+        self.store.used.update(("fragment", k) for k in rec.pieces)  # the reports' recipes read them
         return Result(expire(diag_in(d) for d in rec.diags), rec.failed, self.policy,
                       sorted(self.lowered, key=Manifest.sort_key), digests,
                       LazyFiles(digests, self.fetch(FileHomes(self.unit_files, rec))),
@@ -381,9 +383,24 @@ class Run:
             if isinstance(held, bytes):
                 last = key, marshal.loads(zlib.decompress(held))
                 return last[1][rel]
-            return held[rel]
+            data = held[rel]
+            return data if isinstance(data, bytes) else self.cooked(data)
 
         return get
+
+    def cooked(self, recipe: Recipe) -> bytes:
+        """A report's bytes from its recipe (``compiler.pipeline.stages.stored_part``): its
+        literal text and the kept fragments it names."""
+        texts: list[str] = []
+        for piece in recipe:
+            if isinstance(piece, str):
+                texts.append(piece)
+                continue
+            text = self.store.get("fragment", piece[0])
+            if not isinstance(text, str):
+                raise CacheEntryMissing(f"fragment/{piece[0]}")
+            texts.append(text)
+        return "".join(texts).encode()
 
     def read_inputs(self) -> tuple[list[PolicyInput], list[Diagnostic]]:
         opts = self.opts

@@ -9,7 +9,7 @@ computed, so ``validate``, ``--no-cache`` and a warm ``check`` run exactly this 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from compiler.cache.forked import Pending, Tasks, in_child
 from compiler.cache.records import (
@@ -42,9 +42,9 @@ from compiler.pipeline.units import RepoFile, StoredFragments, kept, repo_file, 
 from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import check_manifests
 from compiler.report.codeowners import OwnedPart, check_size, owned_part, render_codeowners
-from compiler.report.fragments import Fragments
+from compiler.report.fragments import Fragments, Pieces, recipe
 from compiler.report.gitops import argocd_reports
-from compiler.report.policy_report import REPORT_PARTS, in_order, policy_reports
+from compiler.report.policy_report import REPORT_PARTS, as_bytes, in_order, policy_reports
 from compiler.validate.relations import check_output_path
 from compiler.validate.waivers import apply_waivers
 from compiler.verify.context import VerifyStats
@@ -129,8 +129,9 @@ def policy_unit(policy: Policy, run: Run, tasks: Tasks, fragments: StoredFragmen
 
 
 # A report part as the process that rendered it stored it: the digest of each of its out/ files,
-# the key of the blob holding their bytes, and the bytes themselves when the run writes them.
-StoredPart = tuple[dict[str, str], str, "dict[str, bytes] | None"]
+# the key of the blob holding them, the bytes themselves when the run writes them, and the kept
+# fragments its files are made of.
+StoredPart = tuple[dict[str, str], str, "dict[str, bytes] | None", list[str]]
 
 
 def report_parts(policy: Policy, run: Run, tasks: Tasks, fragments: Fragments) -> list[StoredPart] | None:
@@ -146,17 +147,21 @@ def report_parts(policy: Policy, run: Run, tasks: Tasks, fragments: Fragments) -
     return parts
 
 
-def stored_part(run: Run, files: dict[str, bytes], keep: bool) -> StoredPart:
+def stored_part(run: Run, files: Mapping[str, bytes | Pieces], keep: bool) -> StoredPart:
     """Report files hashed and stored as a blob of their own by the process that rendered them,
     so that neither their bytes (29 MB at 5,000 teams, most of them allocation.json) cross from
-    the rules' process nor the run hashes and compresses them after both processes are done:
-    after a one-team edit at 5,000 teams ~0.2 s of this process's time once it had waited
-    (bench/README.md). The bytes come back only when ``keep`` (a build writes them; ``validate``
-    and ``check`` read them from the store if they ever need them: ``Run.fetch``)."""
-    digests = {rel: content_digest(data) for rel, data in files.items()}
-    key = digest("inline", *[x for kv in sorted(digests.items()) for x in kv])
-    run.store.put("blob", key, files, compress=True)
-    return digests, key, files if keep else None
+    the rules' process nor the run hashes them after both processes are done (~0.2 s of this
+    process once it had waited, bench/README.md). A file written in pieces is stored as its
+    ``recipe``: the pieces the store keeps already (``StoredFragments``) by their keys, which
+    spares compressing 20 MB of kept text again on each run (``Run.fetch`` joins them when the
+    bytes are needed). The bytes come back only when ``keep`` (a build writes them)."""
+    data = {rel: as_bytes(text) for rel, text in files.items()}
+    digests = {rel: content_digest(b) for rel, b in data.items()}
+    stored = {rel: text if isinstance(text, bytes) else recipe(text) for rel, text in files.items()}
+    refs = [p[0] for text in stored.values() if isinstance(text, list) for p in text if isinstance(p, tuple)]
+    key = digest("inline", *[x for kv in sorted(digests.items()) for x in kv], *refs)  # a recipe, one blob
+    run.store.put("blob", key, stored, compress=True)
+    return digests, key, data if keep else None, refs
 
 
 def joined(*shares: list[StoredPart] | None) -> list[StoredPart] | None:
@@ -243,14 +248,16 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
     inline_digests = {rel: content_digest(data) for rel, data in inline.items()}
     inline_digests.update(cohorts.digests)
     homes = dict(cohorts.homes)  # the files in blobs of their own: kept Cohorts, reports (``stored_part``)
+    pieces: list[str] = []  # the fragments the reports are made of
     if run.reports:  # a waived error does not withhold them
         parts = reports() or [stored_part(run, policy_reports(policy), True)]
-        for part_digests, key, files in parts:
+        for part_digests, key, files, refs in parts:
             homes.update(dict.fromkeys(part_digests, key))
+            pieces += refs
             run.store.used.add(("blob", key))
             if files is not None:
                 run.keep(key, files)
-        inline_digests.update(in_order({rel: d for part_digests, _, _ in parts for rel, d in part_digests.items()}))
+        inline_digests.update(in_order({rel: d for part in parts for rel, d in part[0].items()}))
     more = argocd_reports(policy, inventory, argocd)
     inline_digests.update((rel, content_digest(data)) for rel, data in more.items())
     inline.update(more)
@@ -267,7 +274,7 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
     if keep:  # freed at exit, not on return (pipeline.lifetime); without a store memory matters more
         hold(records, inventory, runtime_parts)
     return RunRecord([diag_out(d) for d in diags], False, unit_keys, inline_digests, glob, repo_digests,
-                     inventory.count, stats_sum(stats) if opts.verify else {}, homes)
+                     inventory.count, stats_sum(stats) if opts.verify else {}, homes, pieces)
 
 
 def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: str,

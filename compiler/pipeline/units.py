@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, Ty
 from compiler.cache.records import DiagRecord, RunRecord, diag_in, diag_out
 from compiler.cache.store import Store, content_digest, digest
 from compiler.diagnostics import Diagnostic
+from compiler.report.fragments import kept_piece
 
 if TYPE_CHECKING:
     from compiler.pipeline.run import PolicyInput
@@ -270,11 +271,13 @@ class StoredFragments:
         hit = self.store.get("fragment", key)
         if isinstance(hit, str):
             self.used.append(key)
-            return hit
+            return kept_piece(hit, key)
         text = render()
         if text is not None:
             self.store.put("fragment", key, text)
-            self.used.append(key)
+            if ("fragment", key) in self.store.used:  # kept: a report may name it (``recipe``)
+                self.used.append(key)
+                return kept_piece(text, key)
         return text
 
 

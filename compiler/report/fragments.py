@@ -6,14 +6,20 @@ may come from instead of being rendered: ``compiler.pipeline.units.StoredFragmen
 the store by those teams' units' keys, ``Rendered`` renders every one (no store). The rows are
 kept a block of teams at a time (``in_blocks``), so that a one-team edit renders one block and
 reads the others.
+
+A report is written in pieces (``Pieces``), the kept texts among them as they came from the store
+(``Kept``, with their key): the store keeps the report as its ``recipe``, the other pieces and the
+kept texts' keys, rather than compressing its bytes again on every run (allocation.json is 23 MB
+at 5,000 teams, 20 MB of them kept texts).
 """
 
 from __future__ import annotations
 
 import zlib
-from typing import Any, Callable, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, TypeVar
 
-from compiler.policy.graph import Team
+if TYPE_CHECKING:  # the store's path imports this module; the graph's import is not needed there
+    from compiler.policy.graph import Team
 
 _T = TypeVar("_T")
 
@@ -38,6 +44,49 @@ class Rendered:
 
     def of_fleet(self, what: str, compute: Callable[[], Any]) -> Any:
         return compute()
+
+
+class Kept(str):
+    """A text kept in the store as a fragment (kind ``fragment``) under ``key``."""
+
+    key: str
+
+
+def kept_piece(text: str, key: str) -> Kept:
+    piece = Kept(text)
+    piece.key = key
+    return piece
+
+
+Pieces = list[str]  # a file's text in order, some pieces ``Kept``
+Recipe = list["str | tuple[str]"]  # the literal text between kept pieces, and (key,) for each of those
+
+
+def recipe(pieces: Sequence[str]) -> Recipe:
+    """``pieces`` as the store keeps them: runs of other pieces joined, a kept one as its key."""
+    out: Recipe = []
+    run: list[str] = []
+    for piece in pieces:
+        if type(piece) is Kept:
+            if run:
+                out.append("".join(run))
+                run = []
+            out.append((piece.key,))
+        else:
+            run.append(piece)
+    if run:
+        out.append("".join(run))
+    return out
+
+
+def joined(parts: Sequence[str], sep: str) -> Pieces:
+    """``sep.join(parts)`` in pieces, each part one of them."""
+    out: Pieces = []
+    for i, part in enumerate(parts):
+        if i:
+            out.append(sep)
+        out.append(part)
+    return out
 
 
 def in_blocks(items: Sequence[_T], every: int, name: Callable[[_T], str]) -> list[list[_T]]:
