@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from compiler.load.files import load_policy_dir
-from compiler.load.source import load_text
+from compiler.load.source import MAX_FILE_BYTES, load_text
 
 
 def _one(text: str | bytes) -> tuple[str, int, int]:
@@ -89,3 +89,16 @@ def test_stray_files_in_teams_dir(tmp_path: Path) -> None:
     (tmp_path / "policies" / "teams" / "ml.yml").write_text("a: 1\n")
     _, diags = load_policy_dir(tmp_path / "policies", tmp_path)
     assert [d.code for d in diags] == ["LOAD008"]
+
+
+@pytest.mark.parametrize("size", [0, 10, 70_000, MAX_FILE_BYTES, MAX_FILE_BYTES + 1, 3 * MAX_FILE_BYTES])
+def test_read_policy_file_reads_up_to_one_byte_over_the_limit(tmp_path: Path, size: int) -> None:
+    """A policy file is read whole, sized by its ``fstat``, and never past one byte over the
+    loader's limit (which the loader then reports)."""
+    from compiler.load.files import read_policy_file
+
+    path = tmp_path / "t.yaml"
+    data = bytes(i % 251 for i in range(size))
+    path.write_bytes(data)
+    got, problem = read_policy_file(path)
+    assert problem is None and got == data[:MAX_FILE_BYTES + 1]

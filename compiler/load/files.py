@@ -92,12 +92,16 @@ def read_policy_file(path: Path) -> tuple[bytes | None, str | None]:
             return None, f"is {kind}; only regular files inside the policy directory are read"
         chunks: list[bytes] = []
         size = 0
+        # the size fstat gives first: a read of the limit allocates (and shrinks) 1 MiB per file,
+        # ~0.04 s of a one-team edit's start at 5,000 teams; a file that grew meanwhile is read on
+        want = min(st.st_size, MAX_FILE_BYTES) + 1
         while size <= MAX_FILE_BYTES:
-            chunk = os.read(fd, MAX_FILE_BYTES + 1 - size)
+            chunk = os.read(fd, min(want, MAX_FILE_BYTES + 1 - size))
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
+            want = 1 << 16
         return b"".join(chunks), None
     except OSError as exc:
         return None, f"cannot be read: {exc.strerror}"
