@@ -1145,7 +1145,7 @@ def test_cohorts_kept_a_cluster_at_a_time(demo: Path, monkeypatch: pytest.Monkey
 def test_report_parts_are_stored_by_the_process_that_renders_them(demo: Path, monkeypatch: pytest.MonkeyPatch,
                                                                    fork: bool) -> None:
     """REPORT.md (with the node contracts) and allocation.json are each stored as a blob of their
-    own by the process that rendered them (``stages.stored_part``), so their bytes never cross
+    own by the process that rendered them (``policy_unit.stored_part``), so their bytes never cross
     from the rules' process: a run that writes nothing (``validate``) keeps only their digests and
     where they are; the two reports as their recipes, the fragments they are made of named; a run
     answered from its record reads them from those blobs; with a blob or a fragment gone, the CLI
@@ -1237,16 +1237,16 @@ def test_the_dra_section_is_kept_by_the_fleet_file(demo: Path, monkeypatch: pyte
 
 def test_serving_rows_are_kept_a_block_of_teams_at_a_time(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Both reports' serving rows are kept by the units of the teams of each block
-    (``policy_report._serving_blocks``; here a block per team): after nlp's edit only nlp's rows
+    (``serving_rows._serving_blocks``; here a block per team): after nlp's edit only nlp's rows
     are rendered again, by each report; after an edit of a team without deployments, none; the
     reports are the uncached ones throughout."""
-    import compiler.report.policy_report as policy_report
+    import compiler.report.serving_rows as serving_rows
 
     monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")  # the reports rendered in this process, where they are counted
-    monkeypatch.setattr(policy_report, "_SERVING_BLOCK", 1)
+    monkeypatch.setattr(serving_rows, "_SERVING_BLOCK", 1)
     rendered: list[tuple[str, ...]] = []
-    real = policy_report._rows_of
-    monkeypatch.setattr(policy_report, "_rows_of",
+    real = serving_rows._rows_of
+    monkeypatch.setattr(serving_rows, "_rows_of",
                         lambda p, teams: rendered.append(tuple(t.name for t in teams)) or real(p, teams))
 
     def counted() -> list[tuple[str, ...]]:

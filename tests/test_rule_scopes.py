@@ -160,7 +160,7 @@ def test_the_dra_report_reads_the_fleet_alone(case: str, tmp_path: Path) -> None
 @pytest.mark.parametrize("case", CASES)
 def test_a_teams_serving_rows_read_the_fleet_and_that_team_alone(case: str, tmp_path: Path) -> None:
     """``compiler.serving.plan.serving_rows`` reads the fleet and its team only, which lets both
-    reports keep the rows' text by those teams' units (``policy_report._serving_blocks``): a team's
+    reports keep the rows' text by those teams' units (``compiler.report.serving_rows``): a team's
     rows are the same on the whole policy as on the fleet and that team alone, and are the whole
     report's rows of that team, in order."""
     from dataclasses import replace

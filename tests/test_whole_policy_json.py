@@ -16,7 +16,7 @@ from helpers import copy_demo, policy_at
 from compiler.emit.jsonfast import Written, dumps_sorted_indent2
 from compiler.policy.allocation import Resolved, TeamAllocation
 from compiler.policy.graph import Policy
-from compiler.report import policy_report
+from compiler.report import policy_report, serving_rows
 from compiler.report.policy_report import _teams, _written, allocation_data, render_json, render_markdown
 
 
@@ -45,11 +45,11 @@ def test_generated_allocation_json_is_the_reference(tmp_path: Path, monkeypatch:
     generate(60, 5, tmp_path / "org")
     policy = _policy(tmp_path / "org")
     whole = render_markdown(policy)
-    monkeypatch.setattr(policy_report, "_SERVING_BLOCK", block)
+    monkeypatch.setattr(serving_rows, "_SERVING_BLOCK", block)
     monkeypatch.setattr(policy_report, "_ROWS_BLOCK", block)
     policy = _policy(tmp_path / "org")
     assert len(policy.allocation.entries) > 300  # the structured path carries most of the file
-    assert len(policy_report._serving_blocks(policy)) >= (1 if block == 16 else 4)
+    assert len(serving_rows._serving_blocks(policy)) >= (1 if block == 16 else 4)
     assert render_json(policy) == _reference(policy)
     assert render_markdown(policy) == whole
 

@@ -64,6 +64,7 @@ from compiler.pipeline.units import (
     LazyFiles,
     RepoFile,
     StoredVerdicts,
+    cooked,
     fleet_input_key,
     team_unit_keys,
     verdict_blocks,
@@ -72,7 +73,6 @@ from compiler.pipeline.waivers import expire
 
 if TYPE_CHECKING:
     from compiler.policy.graph import Policy
-    from compiler.report.fragments import Recipe
     from compiler.verify.run import Verifier
 
 
@@ -384,23 +384,9 @@ class Run:
                 last = key, marshal.loads(zlib.decompress(held))
                 return last[1][rel]
             data = held[rel]
-            return data if isinstance(data, bytes) else self.cooked(data)
+            return data if isinstance(data, bytes) else cooked(self.store, data)
 
         return get
-
-    def cooked(self, recipe: Recipe) -> bytes:
-        """A report's bytes from its recipe (``compiler.pipeline.stages.stored_part``): its
-        literal text and the kept fragments it names."""
-        texts: list[str] = []
-        for piece in recipe:
-            if isinstance(piece, str):
-                texts.append(piece)
-                continue
-            text = self.store.get("fragment", piece[0])
-            if not isinstance(text, str):
-                raise CacheEntryMissing(f"fragment/{piece[0]}")
-            texts.append(text)
-        return "".join(texts).encode()
 
     def read_inputs(self) -> tuple[list[PolicyInput], list[Diagnostic]]:
         opts = self.opts

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, Ty
 from compiler.cache.records import DiagRecord, RunRecord, diag_in, diag_out
 from compiler.cache.store import Store, content_digest, digest
 from compiler.diagnostics import Diagnostic
-from compiler.report.fragments import kept_piece
+from compiler.report.fragments import Recipe, kept_piece
 
 if TYPE_CHECKING:
     from compiler.pipeline.run import PolicyInput
@@ -213,6 +213,21 @@ class FileHomes(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._built())
+
+
+def cooked(store: Store, recipe: Recipe) -> bytes:
+    """A report's bytes from its recipe (``compiler.pipeline.policy_unit.stored_part``): its
+    literal text and the kept fragments it names (a fragment gone: ``CacheEntryMissing``)."""
+    texts: list[str] = []
+    for piece in recipe:
+        if isinstance(piece, str):
+            texts.append(piece)
+            continue
+        text = store.get("fragment", piece[0])
+        if not isinstance(text, str):
+            raise CacheEntryMissing(f"fragment/{piece[0]}")
+        texts.append(text)
+    return "".join(texts).encode()
 
 
 class LazyFiles(Mapping[str, bytes]):

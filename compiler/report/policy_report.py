@@ -6,23 +6,23 @@ import hashlib
 from json.encoder import encode_basestring_ascii
 from typing import Any, Callable, Sequence, TypeVar
 
-from compiler.emit.jsonfast import Written, dumps_pieces, written_at
+from compiler.emit.jsonfast import Written, dumps_pieces
 from compiler.policy.allocation import TeamAllocation
 from compiler.policy.cohorts import spare_capacity, spare_cohort
-from compiler.policy.graph import Policy, Team
+from compiler.policy.graph import Policy
 from compiler.policy.memo import per_policy
 from compiler.report.acknowledged import acknowledged_section
 from compiler.report.attribution import attribution_report
 from compiler.report.charts import cluster_charts
 from compiler.report.cohort_tree import cohort_tree
 from compiler.report.dra import dra_report
-from compiler.report.fragments import Fragments, Pieces, Rendered, in_blocks, joined, team_name
+from compiler.report.fragments import Fragments, Pieces, Rendered, in_blocks, joined
 from compiler.report.gpu_facts import gpu_facts_section
 from compiler.report.node_contract import contract_files
 from compiler.report.priorities import priorities_section
 from compiler.report.runtime import runtime_section
+from compiler.report.serving_rows import serving_plain, serving_section, serving_written
 from compiler.report.waivers import waivers_section
-from compiler.serving.plan import serving_report, serving_rows
 
 _T = TypeVar("_T")
 
@@ -34,11 +34,6 @@ def policy_hash(policy: Policy) -> str:
     for src in sorted([policy.fleet_src, *(t.src for t in policy.teams)], key=lambda s: s.path):
         h.update(src.path.encode() + b"\0" + src.text.encode() + b"\0")
     return h.hexdigest()
-
-
-@per_policy  # both reports: one scan of every team's deployments (the rows are only read)
-def _serving(policy: Policy) -> list[dict[str, Any]]:
-    return serving_report(policy)
 
 
 def _dra(policy: Policy, fragments: Fragments) -> dict[str, Any]:
@@ -59,7 +54,7 @@ def _pct(part: int, whole: int) -> str:
 
 
 def allocation_data(policy: Policy) -> dict[str, Any]:
-    return _allocation_data(policy, _teams, _serving(policy), Rendered())
+    return _allocation_data(policy, _teams, serving_plain(policy), Rendered())
 
 
 def _allocation_data(policy: Policy, teams: Callable[[list[TeamAllocation]], Any], serving: Any,
@@ -203,7 +198,7 @@ def render_json(policy: Policy, fragments: Fragments = Rendered()) -> bytes:
 
 
 def _json_pieces(policy: Policy, fragments: Fragments) -> Pieces:
-    data = _allocation_data(policy, _written({}, fragments), _serving_written(policy, fragments), fragments)
+    data = _allocation_data(policy, _written({}, fragments), serving_written(policy, fragments), fragments)
     return [*dumps_pieces(data), "\n"]
 
 
@@ -274,7 +269,7 @@ def _markdown_pieces(policy: Policy, fragments: Fragments) -> Pieces:
             lines.append("")
     lines += ["## Cohort tree", "", *cohort_tree(policy), ""]
     lines += priorities_section(policy, fragments)
-    lines += _serving_section(policy, fragments)
+    lines += serving_section(policy, fragments)
     lines += _accounting_section(policy, fragments)
     lines += _attribution_section(policy)
     lines += runtime_section(policy)
@@ -282,78 +277,6 @@ def _markdown_pieces(policy: Policy, fragments: Fragments) -> Pieces:
     lines += acknowledged_section(policy)
     lines += waivers_section(policy)
     return joined(lines, "\n")
-
-
-def _serving_section(policy: Policy, fragments: Fragments) -> list[str]:
-    blocks = _serving_blocks(policy)
-    if not blocks:
-        return []
-    lines = ["## Serving reservations", "",
-             "Serving runs outside Kueue on pools reserved by taint `gpupolicy.dev/serving=<pool>:NoSchedule` and "
-             "label `node-restriction.kubernetes.io/gpupolicy-serving=<pool>`. Sizing per replica "
-             "(GiB = 2^30 bytes; weights = parameters x bytes per dtype; KV = 2 x layers x KV heads x head dim x "
-             "2 bytes per token):", "",
-             "| team / deployment | cluster / pool | GPUs min..max (pool) | weights | KV needed | budget | "
-             "headroom | TPOT bound / SLA |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]
-    for block in blocks:
-        def render(block: list[Team] = block) -> str:
-            return "\n".join(map(_serving_line, _rows_of(policy, block)))
-
-        lines.append(fragments.text("REPORT.md serving", [t.name for t in block], render) or "")
-    lines.append("")
-    return lines
-
-
-def _serving_line(r: dict[str, Any]) -> str:
-    z = r["sizing"]
-    if z is None:
-        return f"| {r['team']} / {r['name']} | {r['cluster']} / {r['pool']} | - | - | - | - | - | - |"
-    return (
-        f"| {r['team']} / {r['name']} | {r['cluster']} / {r['pool']} | {r['gpusAtMin']}..{r['gpusAtMax']} "
-        f"({r['poolGpus']}) | {z['weightsGiB']} GiB ({z['parameters'] / 1e9:.1f}B x {z['dtype']}) | "
-        f"{z['kvNeededGiB']} GiB ({z['kvPerTokenKiB']:g} KiB/token x {z['maxModelLen']} x "
-        f"{z['concurrentSequences']}) | {z['budgetGiB']} GiB ({z['tensorParallel']} x {z['gpuMemoryGiB']} x "
-        f"{z['gpuMemoryUtilization']}) | {z['headroomGiB']} GiB | {z['tpotBoundMs']} ms / {z['tpotSlaMs']:g} ms"
-        f"{'' if z['bandwidthSourced'] else ' (bandwidth unsourced)'} |")
-
-
-@per_policy  # both reports
-def _serving_blocks(policy: Policy) -> list[list[Team]]:
-    """The teams with serving deployments, in the teams' order, in blocks (``in_blocks``). Each
-    block's rows read the fleet and its teams alone (``serving_rows``), so both reports keep their
-    text by those teams' units: rendering the 1,100 deployments of 5,000 teams was ~0.1 s of
-    allocation.json's process and ~0.05 s of REPORT.md's on every run."""
-    return in_blocks([t for t in policy.teams if t.model.spec.serving], _SERVING_BLOCK, team_name)
-
-
-_SERVING_BLOCK = 16  # teams with deployments per block, on average
-
-
-def _rows_of(policy: Policy, teams: list[Team]) -> list[dict[str, Any]]:
-    return [row for team in teams for row in serving_rows(policy, team)]
-
-
-def _serving_written(policy: Policy, fragments: Fragments) -> Written:
-    """allocation.json's ``serving``: the plain rows, or their text a block of teams at a time."""
-    def text(nl: str) -> str | Pieces | None:
-        blocks = _serving_blocks(policy)
-        if not blocks:
-            return "[]"
-        inner = nl + "  "
-        texts = []
-        for block in blocks:
-            def render(block: list[Team] = block) -> str | None:
-                rows = [written_at(row, inner) for row in _rows_of(policy, block)]
-                return None if None in rows else ",".join(inner + str(row) for row in rows)
-
-            one = fragments.text(f"allocation.json serving {len(nl)}", [t.name for t in block], render)
-            if one is None:
-                return None
-            texts.append(one)
-        return ["[", *joined(texts, ","), nl + "]"]
-
-    return Written(lambda: _serving(policy), text)
 
 
 def _accounting_section(policy: Policy, fragments: Fragments) -> list[str]:
