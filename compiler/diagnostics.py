@@ -88,6 +88,10 @@ class Rule:
     severity: Severity
     scope: Scope
     check: Check | None = field(default=None, compare=False, repr=False)
+    # A policy-scope rule's findings about one team that read the fleet and that team alone, called
+    # as team_part(policy, team) with the team-scope checks, so a store keeps them as it keeps
+    # theirs (``per_team``); ``check`` finds the rest.
+    team_part: Check | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not RULE_ID.match(self.id):
@@ -134,6 +138,24 @@ def checks(*rules: Rule) -> Callable[[F], F]:
             if rule.scope is not rules[0].scope:
                 raise ValueError(f"a check's rules share one scope: {rule.id} is {rule.scope.value}")
             object.__setattr__(rule, "check", fn)  # declared once, at import; compare=False keeps the hash
+        return fn
+
+    return attach
+
+
+def per_team(*rules: Rule) -> Callable[[F], F]:
+    """Declare ``fn`` as the per-team part of policy-scope ``rules`` (``Rule.team_part``): their
+    findings about one team that read the fleet and that team only, which
+    ``compiler.validate.driver`` runs with the team-scope checks (``tests/test_rule_scopes.py``
+    holds it to that) and a store keeps with theirs, so a one-team edit runs it for one team."""
+
+    def attach(fn: F) -> F:
+        for rule in rules:
+            if rule.scope is not Scope.POLICY:
+                raise ValueError(f"only a policy-scope rule has a per-team part: {rule.id} is {rule.scope.value}")
+            if rule.team_part is not None:
+                raise ValueError(f"rule {rule.id} already has a per-team part ({rule.team_part.__name__})")
+            object.__setattr__(rule, "team_part", fn)
         return fn
 
     return attach

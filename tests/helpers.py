@@ -47,8 +47,9 @@ def codes(diags: list[Diagnostic]) -> list[str]:
 
 
 def find(diags: list[Diagnostic], code: str) -> Diagnostic:
-    """The first diagnostic of ``code`` that is not a note (the error or warning itself), else the first."""
-    for d in sorted(diags, key=lambda d: d.severity.rank):
+    """The first diagnostic of ``code`` that is not a note (the error or warning itself), else the
+    first, in the order the CLI shows them (``sort_diagnostics``), not the order rules ran in."""
+    for d in sorted(diags, key=lambda d: (d.severity.rank, d.sort_key())):
         if d.code == code:
             return d
     raise AssertionError(f"no {code} among {[(d.code, d.message) for d in diags]}")
@@ -66,9 +67,10 @@ def line_of(root: Path, rel: str, needle: str, occurrence: int = 1) -> int:
 
 
 def run_alone(policy: Policy, rule_id: str) -> list[Diagnostic]:
-    """Only the rule's check, as the validate driver calls it for the rule's scope."""
+    """Only the rule's check (and its per-team part), as the validate driver calls them."""
     rule = get(rule_id)
     assert rule.check is not None, rule_id
     if rule.scope is Scope.TEAM:
         return [d for team in policy.teams for d in rule.check(policy, team)]
-    return list(rule.check(policy))
+    part = rule.team_part
+    return [*rule.check(policy), *(d for team in policy.teams if part is not None for d in part(policy, team))]

@@ -108,10 +108,13 @@ def render_page(rule: Rule) -> str:
         lines.append(f"| Declared in | `{_source_path(module)}` |")
     if rule.check is not None:
         lines.append(f"| Check | `{rule.check.__name__}` |")
+    if rule.team_part is not None:
+        lines.append(f"| Per team | `{rule.team_part.__name__}`: reads the fleet and one team, kept with that team |")
     lines.append(f"| Waivable | {'no' if why_not_waivable(rule.id) else 'yes'} |")
     lines += ["", "## What it checks and why", ""]
-    if rule.check is not None and rule.check.__doc__:
-        lines += [*_prose(rule.check.__doc__), ""]
+    for check in (rule.check, rule.team_part):
+        if check is not None and check.__doc__:
+            lines += [*_prose(check.__doc__), ""]
     if module is not None and module.__doc__:
         lines += [f"From `{_source_path(module)}`:", "", *[f"> {x}" if x else ">" for x in _prose(module.__doc__)], ""]
     lines += ["## Examples", "", "Passes:", "", md_fence(rule.passing, _language(rule.passing)), "",

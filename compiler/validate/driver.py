@@ -2,9 +2,10 @@
 
 ``RULES`` is every rule of the modules whose checks this stage runs, module by module; each rule
 carries its check (``@checks(rule)`` beside it in its module). Fleet-scope checks run once with the
-policy, team-scope checks once per team with ``(policy, team)``, policy-scope checks once with the
-policy. A check shared by several rules (not split yet) runs once. Rules of these modules without a
-check (GITOPS006, over the rendered objects) are emitted by a later stage.
+policy, team-scope checks once per team with ``(policy, team)`` (with them, the per-team parts of
+policy-scope rules: ``Rule.team_part``), policy-scope checks once with the policy. A check shared
+by several rules (not split yet) runs once. Rules of these modules without a check (GITOPS006,
+over the rendered objects) are emitted by a later stage.
 
 The order of diagnostics within one rule is the order of its check; across rules it follows the
 scopes. Everything that shows diagnostics sorts them (``sort_diagnostics``), so that order is
@@ -65,8 +66,13 @@ RUN_SCOPES = (Scope.FLEET, Scope.TEAM, Scope.POLICY)
 
 
 def checks_of(scope: Scope, rules: tuple[Rule, ...] = RULES) -> list[Check]:
-    """The distinct checks of ``rules`` with that scope, in declaration order."""
-    return list(dict.fromkeys(r.check for r in rules if r.scope is scope and r.check is not None))
+    """The distinct checks of ``rules`` with that scope, in declaration order; for the team scope,
+    then the per-team parts of policy-scope rules (``Rule.team_part``), which run as team-scope
+    checks do."""
+    found = [r.check for r in rules if r.scope is scope and r.check is not None]
+    if scope is Scope.TEAM:
+        found += [r.team_part for r in rules if r.team_part is not None]
+    return list(dict.fromkeys(found))
 
 
 class Verdicts(Protocol):

@@ -10,12 +10,12 @@ import re
 from collections import defaultdict
 from typing import Iterator
 
-from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define, did_you_mean
+from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define, did_you_mean, per_team
 from compiler.policy.cuts import cut_mode
-from compiler.policy.graph import Policy
+from compiler.policy.graph import Policy, Team
 from compiler.policy.labels import LABEL_DATA_CLASS, LABEL_MODEL, LABEL_TEAM
 from compiler.serving.architectures import ARCHITECTURES, gated_hub_id
-from compiler.serving.plan import Resolved, deployments, model_label
+from compiler.serving.plan import Resolved, deployments, model_label, resolve
 from compiler.serving.sizing import GIB, KIB, pool_gpus, tp_problem
 
 MEMORY = define(
@@ -115,12 +115,23 @@ def _gib(v: float) -> str:
 
 @checks(*RULES)  # not split: one pass over the resolved deployments, whose sizing several rules share
 def check_serving(policy: Policy) -> Iterator[Diagnostic]:
+    """Across teams: the deployments sharing a pool fit it together, deployment names and their
+    Gateway routes do not collide, and the serving priority is above every tier."""
     resolved = list(deployments(policy))
-    for r in resolved:
-        yield from _check_one(policy, r)
     yield from _check_pool_sums(resolved)
     yield from _check_names(resolved)
     yield from _check_priority(policy)
+
+
+# A deployment alone reads the fleet and its team only: the 1,100 deployments of 5,000 teams took
+# ~0.04 s of every run inside the policy-scope check; as its per-team part a store keeps them.
+@per_team(*RULES)
+def serving_per_team(policy: Policy, team: Team) -> Iterator[Diagnostic]:
+    """Each of a team's deployments alone: its weights and KV cache fit its GPUs, tensor
+    parallelism suits the model and the node, its replicas fit the pool, its latency bound meets
+    its SLA, its model cache and labels are usable."""
+    for i, dep in enumerate(team.model.spec.serving):
+        yield from _check_one(policy, resolve(policy, team, i, dep))
 
 
 def _check_one(policy: Policy, r: Resolved) -> Iterator[Diagnostic]:
