@@ -1318,3 +1318,37 @@ def test_report_tables_are_kept_a_block_of_rows_at_a_time(demo: Path, monkeypatc
     again = counted()
     assert again and all("vision" in r for r in again), again
     assert len(again) < len(every) and len({r for r in again if r[0] == "md"}) < len({r for r in every if r[0] == "md"})
+
+
+def test_a_build_prunes_what_no_run_uses_and_keeps_every_unit_it_took(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build drops the entries no run used once they are many (``Store.prune``), and keeps every
+    entry of the team units it took whole from the store, though it read none of them (a block of
+    one unit each here: its block's entry is read instead; marked only when the run prunes:
+    ``units.unit_entries``)."""
+    from compiler.pipeline import units
+    from compiler.pipeline.run import Run, unit_keys
+    from compiler.pipeline.units import unit_entries
+
+    monkeypatch.setattr(units, "BLOCK", 1)
+    cache = demo / CACHE_DIRNAME
+    first = compile_policies(_opts(demo), Store(demo), objects=False)
+    assert first.record is not None and len(first.record.units) == 5
+    run = Run(_opts(demo), Store(demo))
+    run.fingerprint()
+    paths = {key: "/".join(shown.split("/")[-2:]) for key, shown in unit_keys(_opts(demo)).items()}
+
+    def kinds_of(key: str) -> set[str]:  # the unit's entries, its table of verified objects among them
+        return {kind for kind, entry in unit_entries(run.fp, f"policies/{paths[key]}", key)
+                if (cache / kind / entry).exists()}
+
+    before = {key: kinds_of(key) for key in first.record.units}
+    assert all({"unit", "files", "blob", "rules", "verified"} <= kinds for kinds in before.values()), before
+    for i in range(300):  # stale entries enough to prune
+        (cache / "unit" / f"{i:032x}").write_bytes(b"stale")
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    second = compile_policies(_opts(demo), Store(demo), objects=False)
+    assert second.cached == "partial" and second.record is not None
+    assert not (cache / "unit" / f"{0:032x}").exists()  # pruned
+    taken = [key for key in second.record.units if key in before]
+    assert len(taken) == 4  # every team but vision, taken whole
+    assert {key: kinds_of(key) for key in taken} == {key: before[key] for key in taken}

@@ -67,6 +67,7 @@ from compiler.pipeline.units import (
     cooked,
     fleet_input_key,
     team_unit_keys,
+    unit_entries,
     verdict_blocks,
 )
 from compiler.pipeline.waivers import expire
@@ -204,7 +205,7 @@ class Run:
         self.meanwhile: list[Pending] = []  # this process's work for while it would wait for the rules
         self.policy: Policy | None = None
         self.lowered: list[Manifest] = []
-        self.reused = 0  # team units taken from the store
+        self.reused_units: list[tuple[str, str]] = []  # (team file, unit key) taken from the store
         self.fp = ""  # fingerprint of the compiler, the CRDs and the options: part of every key
         self.key_all = ""  # every input: the run's key, and its semantic rules' verdict's
         self.team_keys: dict[str, str] = {}  # team file -> its unit's key (its rules' verdict's too)
@@ -247,7 +248,7 @@ class Run:
         self.store.used.update(("verdicts", k) for k, _ in verdict_blocks(self.team_keys))
         if self.reports:
             self.store.put("result", key_all, rec.plain())
-        result = self.output(rec, "partial" if self.reused else "none")  # reads the last run's digests: first
+        result = self.output(rec, "partial" if self.reused_units else "none")  # reads the last run's digests: first
         last = self.store.get("last", self.fp)  # the last build's record: check compares out/ with it
         if isinstance(last, str):
             self.store.used.add(("result", last))
@@ -256,6 +257,8 @@ class Run:
         return result
 
     def prune(self) -> None:
+        for path, key in self.reused_units:  # their entries are live, read by this run or not
+            self.store.used.update(unit_entries(self.fp, path, key))
         self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas", "digests",
                           "last", "rules", "verified", "rendered", "listed", "owners", "ownsec", "repo", "rows",
                           "block", "parses", "verdicts", "ownblock", "ownchunk", "ownfile", "fragment", "cohorts"))

@@ -18,6 +18,7 @@ from compiler.diagnostics import Diagnostic
 from compiler.emit.tree import render_manifest
 from compiler.model.manifest import Manifest
 from compiler.pipeline.run import Run
+from compiler.pipeline.units import team_table_key
 
 
 def render_fleet(run: Run, fresh: list[Manifest]) -> dict[str, bytes]:
@@ -95,4 +96,4 @@ def verify_objects(run: Run, fresh: list[Manifest], rendered: dict[str, bytes],
 
 def team_table(run: Run, team_path: str) -> str:
     """The key of a team's table of verified objects (``verify_objects``)."""
-    return digest(run.fp, "team", team_path)
+    return team_table_key(run.fp, team_path)

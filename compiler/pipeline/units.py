@@ -96,6 +96,22 @@ def fleet_input_key(fp: str, inputs: list[PolicyInput]) -> str | None:
     return fleet_key(fp, fleet[0].shown, fleet[0].digest) if len(fleet) == 1 else None
 
 
+def team_table_key(fp: str, team_path: str) -> str:
+    """The key of a team's table of verified objects (``compiler.pipeline.tables.team_table``)."""
+    return digest(fp, "team", team_path)
+
+
+# The kinds of a team unit's entries, all under its key (but its table of verified objects).
+UNIT_KINDS = ("unit", "files", "blob", "outline", "rules", "owners", "ownsec", "rows")
+
+
+def unit_entries(fp: str, team_path: str, key: str) -> Iterator[tuple[str, str]]:
+    """The store's entries of a team unit taken whole from the store (``Store.prune`` keeps them)."""
+    for kind in UNIT_KINDS:
+        yield kind, key
+    yield "verified", team_table_key(fp, team_path)
+
+
 class CacheEntryMissing(Exception):
     """A cached file's bytes are gone (pruned or deleted meanwhile): compile with an empty store."""
 
