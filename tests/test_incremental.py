@@ -50,6 +50,16 @@ def _check(root: Path, expect: str, verify: bool = True) -> Result:
     return inc
 
 
+def _rendered_again(root: Path, seen: list[Any]) -> tuple[Result, list[Any]]:
+    """A run through the store with ``seen`` (a test's record of what is rendered) emptied first:
+    its result, checked against an empty store's, and what it recorded."""
+    seen.clear()
+    inc = compile_policies(_opts(root), Store(root))
+    found = list(seen)
+    _same(inc, compile_policies(_opts(root)))
+    return inc, found
+
+
 @pytest.fixture
 def demo(tmp_path: Path, crds_dir: Path) -> Path:
     return copy_demo(tmp_path)
@@ -1056,11 +1066,7 @@ def test_report_fragments_are_kept_by_their_teams_units(demo: Path, monkeypatch:
                         lambda es, nl, seen: rendered.append(("json", es[0].cluster, es[0].gpu_class)) or teams(es, nl, seen))
 
     def counted() -> set[tuple[str, ...]]:
-        rendered.clear()
-        inc = compile_policies(_opts(demo), Store(demo))
-        found = set(rendered)
-        _same(inc, compile_policies(_opts(demo)))
-        return found
+        return set(_rendered_again(demo, rendered)[1])
 
     mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
     policy, _ = policy_at(demo)
@@ -1217,12 +1223,9 @@ def test_the_dra_section_is_kept_by_the_fleet_file(demo: Path, monkeypatch: pyte
     monkeypatch.setattr(policy_report, "dra_report", lambda p: calls.append(1) or real(p))
 
     def computed() -> int:
-        calls.clear()
-        inc = compile_policies(_opts(demo), Store(demo))
-        n = len(calls)
-        _same(inc, compile_policies(_opts(demo)))
+        inc, found = _rendered_again(demo, calls)
         assert inc.record is not None and inc.record.homes
-        return n
+        return len(found)
 
     assert computed() == 1
     mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
@@ -1237,7 +1240,7 @@ def test_the_dra_section_is_kept_by_the_fleet_file(demo: Path, monkeypatch: pyte
 
 def test_serving_rows_are_kept_a_block_of_teams_at_a_time(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Both reports' serving rows are kept by the units of the teams of each block
-    (``serving_rows._serving_blocks``; here a block per team): after nlp's edit only nlp's rows
+    (``serving_rows._serving_teams`` in blocks; here a block per team): after nlp's edit only nlp's rows
     are rendered again, by each report; after an edit of a team without deployments, none; the
     reports are the uncached ones throughout."""
     import compiler.report.serving_rows as serving_rows
@@ -1250,11 +1253,7 @@ def test_serving_rows_are_kept_a_block_of_teams_at_a_time(demo: Path, monkeypatc
                         lambda p, teams: rendered.append(tuple(t.name for t in teams)) or real(p, teams))
 
     def counted() -> list[tuple[str, ...]]:
-        rendered.clear()
-        inc = compile_policies(_opts(demo), Store(demo))
-        found = sorted(rendered)
-        _same(inc, compile_policies(_opts(demo)))
-        return found
+        return sorted(_rendered_again(demo, rendered)[1])
 
     assert counted() == [("nlp",), ("nlp",), ("search",), ("search",)]
     mutate(demo, "teams/nlp.yaml", "replicas: {min: 2, max: 4}", "replicas: {min: 1, max: 4}")
@@ -1276,11 +1275,7 @@ def test_priority_rows_are_kept_a_block_of_teams_at_a_time(demo: Path, monkeypat
     monkeypatch.setattr(priorities, "_team_row", lambda p, team: rendered.append(team.name) or real(p, team))
 
     def counted() -> list[str]:
-        rendered.clear()
-        inc = compile_policies(_opts(demo), Store(demo))
-        found = sorted(rendered)
-        _same(inc, compile_policies(_opts(demo)))
-        return found
+        return sorted(_rendered_again(demo, rendered)[1])
 
     every = counted()
     assert len(every) == 5 and "vision" in every
@@ -1306,11 +1301,7 @@ def test_report_tables_are_kept_a_block_of_rows_at_a_time(demo: Path, monkeypatc
                         lambda es, nl, seen: rendered.append(("json", *sorted({e.team for e in es}))) or teams(es, nl, seen))
 
     def counted() -> list[tuple[str, ...]]:
-        rendered.clear()
-        inc = compile_policies(_opts(demo), Store(demo))
-        found = list(rendered)
-        _same(inc, compile_policies(_opts(demo)))
-        return found
+        return _rendered_again(demo, rendered)[1]
 
     every = counted()
     assert any(len(r) > 3 for r in every if r[0] == "md")  # a block of several teams

@@ -17,6 +17,7 @@ from compiler.emit.jsonfast import Written, dumps_sorted_indent2
 from compiler.policy.allocation import Resolved, TeamAllocation
 from compiler.policy.graph import Policy
 from compiler.report import policy_report, serving_rows
+from compiler.report.fragments import in_blocks, team_name
 from compiler.report.policy_report import _teams, _written, allocation_data, render_json, render_markdown
 
 
@@ -39,7 +40,7 @@ def test_demo_allocation_json_is_the_reference(tmp_path: Path) -> None:
 def test_generated_allocation_json_is_the_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     block: int) -> None:
     """Also with the serving rows and the tables cut into blocks of every size
-    (``_serving_blocks``, ``_ROWS_BLOCK``): both reports the same bytes however they are cut."""
+    (``_SERVING_BLOCK``, ``_ROWS_BLOCK``): both reports the same bytes however they are cut."""
     from bench.generate import generate
 
     generate(60, 5, tmp_path / "org")
@@ -49,7 +50,8 @@ def test_generated_allocation_json_is_the_reference(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(policy_report, "_ROWS_BLOCK", block)
     policy = _policy(tmp_path / "org")
     assert len(policy.allocation.entries) > 300  # the structured path carries most of the file
-    assert len(serving_rows._serving_blocks(policy)) >= (1 if block == 16 else 4)
+    blocks = in_blocks(serving_rows._serving_teams(policy), serving_rows._SERVING_BLOCK, team_name)
+    assert len(blocks) >= (1 if block == 16 else 4)
     assert render_json(policy) == _reference(policy)
     assert render_markdown(policy) == whole
 

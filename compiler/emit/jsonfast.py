@@ -53,23 +53,25 @@ def dumps_sorted_indent2(data: Any) -> str:
 def dumps_pieces(data: Any) -> list[str]:
     """``dumps_sorted_indent2(data)`` in the pieces that join to it, each ``Written`` piece as its
     writer gave it (``compiler.report.fragments.recipe`` keeps a report by them)."""
-    out: list[str] = []
-    try:
-        _value(data, "\n", out, 0)
-    except _Fallback:
-        return [json.dumps(data, indent=2, sort_keys=True, default=_plain)]
-    return out
+    out = _pieces(data, "\n")
+    return [json.dumps(data, indent=2, sort_keys=True, default=_plain)] if out is None else out
 
 
 def written_at(data: Any, nl: str) -> str | None:
     """``data`` as ``dumps_sorted_indent2`` writes it on a line whose newline and indentation is
     ``nl`` (a ``Written``'s text), or None where only ``json.dumps`` would write it."""
+    out = _pieces(data, nl)
+    return None if out is None else "".join(out)
+
+
+def _pieces(data: Any, nl: str) -> list[str] | None:
+    """``data`` written at ``nl`` in pieces, or None for what this writer leaves to ``json.dumps``."""
     out: list[str] = []
     try:
         _value(data, nl, out, 0)
     except _Fallback:
         return None
-    return "".join(out)
+    return out
 
 
 def _value(v: Any, nl: str, out: list[str], depth: int) -> None:

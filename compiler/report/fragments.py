@@ -15,6 +15,7 @@ at 5,000 teams, 20 MB of them kept texts).
 
 from __future__ import annotations
 
+import functools
 import zlib
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, TypeVar
 
@@ -101,6 +102,19 @@ def in_blocks(items: Sequence[_T], every: int, name: Callable[[_T], str]) -> lis
             blocks.append(block)
             block = []
     return [*blocks, block] if block else blocks
+
+
+def kept_blocks(fragments: Fragments, what: str, items: Sequence[_T], every: int, name: Callable[[_T], str],
+                render: Callable[[list[_T]], str | None]) -> list[str] | None:
+    """The text of ``items`` a block at a time (``in_blocks``), each block's kept by its teams
+    (``Fragments.text``) or rendered; None when a block cannot be (its writer declined)."""
+    texts: list[str] = []
+    for block in in_blocks(items, every, name):
+        text = fragments.text(what, [name(item) for item in block], functools.partial(render, block))
+        if text is None:
+            return None
+        texts.append(text)
+    return texts
 
 
 def team_name(team: Team) -> str:

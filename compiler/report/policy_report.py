@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from json.encoder import encode_basestring_ascii
 from typing import Any, Callable, Sequence, TypeVar
@@ -16,7 +17,7 @@ from compiler.report.attribution import attribution_report
 from compiler.report.charts import cluster_charts
 from compiler.report.cohort_tree import cohort_tree
 from compiler.report.dra import dra_report
-from compiler.report.fragments import Fragments, Pieces, Rendered, in_blocks, joined
+from compiler.report.fragments import Fragments, Pieces, Rendered, joined, kept_blocks
 from compiler.report.gpu_facts import gpu_facts_section
 from compiler.report.node_contract import contract_files
 from compiler.report.priorities import priorities_section
@@ -156,16 +157,9 @@ def _teams_text(entries: list[TeamAllocation], nl: str, seen: dict[_EntryKey, st
     if any(type(t) is not str for t in by_team):
         return None
     what = f"allocation.json {entries[0].cluster} {entries[0].gpu_class} {len(nl)}"
-    texts = []
-    for block in in_blocks(sorted(by_team), _ROWS_BLOCK, str):
-        def render(block: list[str] = block) -> str | None:
-            return _team_entries([by_team[team] for team in block], nl + "  ", seen)
-
-        text = fragments.text(what, block, render)
-        if text is None:
-            return None
-        texts.append(text)
-    return ["{", *joined(texts, ","), nl + "}"]
+    texts = kept_blocks(fragments, what, sorted(by_team), _ROWS_BLOCK, str,
+                        lambda block: _team_entries([by_team[team] for team in block], nl + "  ", seen))
+    return None if texts is None else ["{", *joined(texts, ","), nl + "}"]
 
 
 def _team_entries(entries: list[TeamAllocation], inner: str, seen: dict[_EntryKey, str]) -> str | None:
@@ -261,11 +255,8 @@ def _markdown_pieces(policy: Policy, fragments: Fragments) -> Pieces:
         if entries:
             lines += ["| team | class | guaranteed | share | borrow up to | lend up to |",
                       "|---|---|---:|---:|---:|---:|"]
-            for block in in_blocks(entries, _ROWS_BLOCK, _team_of):
-                def rows(block: list[TeamAllocation] = block, cname: str = cname) -> str:
-                    return _entry_rows(policy, cname, block)
-
-                lines.append(fragments.text(f"REPORT.md {cname}", [e.team for e in block], rows) or "")
+            lines += kept_blocks(fragments, f"REPORT.md {cname}", entries, _ROWS_BLOCK, _team_of,
+                                 functools.partial(_entry_rows, policy, cname)) or []
             lines.append("")
     lines += ["## Cohort tree", "", *cohort_tree(policy), ""]
     lines += priorities_section(policy, fragments)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from compiler.policy.graph import Policy, Team
 from compiler.policy.labels import LABEL_PRIORITY_CLASS
 from compiler.policy.priorities import SERVING_PRIORITY_CLASS, fleet_default_tier, ordered_tiers, team_priorities
-from compiler.report.fragments import Fragments, Rendered, in_blocks, team_name
+from compiler.report.fragments import Fragments, Rendered, kept_blocks, team_name
 
 QUOTA_NAME = "gpupolicy-reserved-priority"  # compiler.lower.admission_priority.QUOTA_NAME (reports do not import lower)
 
@@ -31,11 +31,8 @@ def priorities_section(policy: Policy, fragments: Fragments = Rendered()) -> lis
                   "(Kueue v0.19.2 would otherwise rank it at 0 or by its pods' PriorityClass); admission denies a tier "
                   "or a pod `priorityClassName` the team may not use.", "",
                   "| team | its tier (default for its jobs) | may use | from |", "|---|---|---|---|"]
-        for block in in_blocks(sorted(policy.teams, key=team_name), _BLOCK, team_name):
-            def render(block: list[Team] = block) -> str:
-                return "\n".join(_team_row(policy, team) for team in block)
-
-            lines.append(fragments.text("REPORT.md priorities", [t.name for t in block], render) or "")
+        lines += kept_blocks(fragments, "REPORT.md priorities", sorted(policy.teams, key=team_name), _BLOCK, team_name,
+                             lambda block: "\n".join(_team_row(policy, team) for team in block)) or []
         lines.append("")
     lines += [f"PriorityClass `{SERVING_PRIORITY_CLASS}` (value {serving}) is usable only in serving namespaces: "
               f"admission denies it elsewhere, and ResourceQuota `{QUOTA_NAME}` (pods: 0 at that class and the "
