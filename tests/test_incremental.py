@@ -771,26 +771,40 @@ def test_codeowners_sections_are_kept_and_checked(demo: Path, monkeypatch: pytes
     assert owners.codeowners_of(store, policy, fleet_part, {}, keys, *shown) == whole(fleet_part, parts)
     # the fleet's part gives a team one more file: that team's section is rendered again
     team, key = keys[0]
-    by_ns, kinds, single = fleet_part
+    by_ns, kinds, single, others = fleet_part
     extra = {**single, ("x", None): [("x/kueue/clusterqueue._.extra.yaml", team.name, "x/kueue/clusterqueue._.extra.yaml")]}
     rendered.clear()
-    got = owners.codeowners_of(store, policy, (by_ns, kinds, extra), {}, keys, *shown)
-    assert got == whole((by_ns, kinds, extra), parts) and rendered == [team.name]
-    assert b"/out/x/kueue/clusterqueue._.extra.yaml" in got
+    got = owners.codeowners_of(store, policy, (by_ns, kinds, extra, others), {}, keys, *shown)
+    assert got == whole((by_ns, kinds, extra, others), parts) and rendered == [team.name]
+    assert b"/out/*/kueue/clusterqueue._.extra.yaml" in got  # no other file there: one line, every cluster
+    # ... and a fleet file of no one team at that path on another cluster: the team's line names its cluster
+    rendered.clear()
+    fleet3 = (by_ns, kinds, extra, {**others, "kueue/clusterqueue._.extra.yaml": "kueue/clusterqueue._.extra.yaml"})
+    got = owners.codeowners_of(store, policy, fleet3, {}, keys, *shown)
+    assert got == whole(fleet3, parts) and rendered == [team.name]
+    assert b"/out/x/kueue/clusterqueue._.extra.yaml" in got and b"/out/*/kueue/clusterqueue._.extra" not in got
     # another unit's files in a team's namespace: no section holds, every part is merged
     (_, k0), (_, k1) = keys[0], keys[1]
     ns_key = sorted(parts[k0][0])[0]
-    u_ns, u_kinds, u_single = parts[k1]
-    parts[k1] = ({**u_ns, ns_key: {None}}, u_kinds, u_single)
+    u_ns, u_kinds, u_single, u_others = parts[k1]
+    parts[k1] = ({**u_ns, ns_key: {None}}, u_kinds, u_single, u_others)
     assert owners.codeowners_of(store, policy, fleet_part, {k1: parts[k1]}, keys, *shown) == whole(fleet_part, parts)
+    # ... or in a namespace of that name on another cluster (FLEET004 allows it): the same, and
+    # neither team's line stands for every cluster
+    elsewhere = ("elsewhere", ns_key[1])
+    folder = {("kueue", "localqueue", f"elsewhere/kueue/localqueue.{ns_key[1]}.")}
+    parts[k1] = ({**u_ns, elsewhere: {keys[1][0].name}}, {**u_kinds, elsewhere: folder}, u_single, u_others)
+    got = owners.codeowners_of(store, policy, fleet_part, {k1: parts[k1]}, keys, *shown)
+    assert got == whole(fleet_part, parts) and f"/out/elsewhere/kueue/localqueue.{ns_key[1]}.*.yaml".encode() in got
+    assert f"/out/*/kueue/localqueue.{ns_key[1]}.".encode() not in got
     # another unit's files in a namespace the fleet's files give a team: that team's section, kept
     # (with blocks of 2, its block whole), does not hold either; only the team's side sees it
     given = ("onprem", "given-ns")
     folder = {("kueue", "localqueue", "onprem/kueue/localqueue.given-ns.")}
-    fleet2 = ({**by_ns, given: {team.name}}, {**kinds, given: folder}, single)
-    parts[k1] = (u_ns, u_kinds, u_single)
+    fleet2 = ({**by_ns, given: {team.name}}, {**kinds, given: folder}, single, others)
+    parts[k1] = (u_ns, u_kinds, u_single, u_others)
     assert owners.codeowners_of(store, policy, fleet2, {}, keys, *shown) == whole(fleet2, parts)
-    parts[k1] = ({**u_ns, given: {keys[1][0].name}}, {**u_kinds, given: folder}, u_single)
+    parts[k1] = ({**u_ns, given: {keys[1][0].name}}, {**u_kinds, given: folder}, u_single, u_others)
     got = owners.codeowners_of(store, policy, fleet2, {k1: parts[k1]}, keys, *shown)
     assert got == whole(fleet2, parts) and b"localqueue.given-ns.*.yaml" not in got
 

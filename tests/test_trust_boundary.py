@@ -271,8 +271,13 @@ def test_pr_comment_through_the_cli_keeps_hostile_group_names_in_code(demo_repo:
 # -- 9: CODEOWNERS: exact paths, owner syntax, isolation ------------------------------------------------
 
 def _codeowners(root: Path) -> list[tuple[re.Pattern[str], list[str]]]:
+    return _rules((root / ".github" / "CODEOWNERS").read_text())
+
+
+def _rules(text: str) -> list[tuple[re.Pattern[str], list[str]]]:
+    """CODEOWNERS lines as (regex, owners): ``*`` one path segment's characters, escapes literal."""
     rules = []
-    for line in (root / ".github" / "CODEOWNERS").read_text().splitlines():
+    for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
         pattern, *owners = re.split(r"(?<!\\) ", line)
@@ -299,35 +304,77 @@ def _owners_of(rules: list[tuple[re.Pattern[str], list[str]]], path: str) -> lis
     return found
 
 
-def test_no_team_owns_a_file_derived_from_another_team_or_the_fleet(demo_repo: Path) -> None:
-    vision = demo_repo / TEAMS / "vision.yaml"
-    text = vision.read_text()  # a namespace named like a class and its cluster-wide objects
-    vision.write_text(text.replace("  namespaces:\n", "  namespaces:\n    - {name: a100-80gb-mig-3g, clusters: [onprem]}\n", 1))
-    _built(demo_repo)
-    rules = _codeowners(demo_repo)
-    platform = set(yaml.safe_load((demo_repo / "policies" / "fleet.yaml").read_text())["spec"]["platform"]["owners"])
-    team_owners = {p.stem: set(yaml.safe_load(p.read_text())["spec"]["owners"]) for p in (demo_repo / TEAMS).glob("*.yaml")}
-    lines = (demo_repo / ".github" / "CODEOWNERS").read_text().split("\n\n")
+def _assert_owners_isolated(root: Path) -> list[tuple[re.Pattern[str], list[str]]]:
+    """Every out/ file's owners, as GitHub reads CODEOWNERS (the last matching line decides; ``*``
+    within one folder): a team owns only files derived from it alone, a file of no team is the
+    platform's, and the shared lines match only the spare Cohorts among the YAML files."""
+    rules = _codeowners(root)
+    platform = set(yaml.safe_load((root / "policies" / "fleet.yaml").read_text())["spec"]["platform"]["owners"])
+    team_owners = {p.stem: set(yaml.safe_load(p.read_text())["spec"]["owners"]) for p in (root / TEAMS).glob("*.yaml")}
+    lines = (root / ".github" / "CODEOWNERS").read_text().split("\n\n")
     [section] = [chunk for chunk in lines if chunk.startswith("# Shared generated files")]
-    shared = {ln.split(" ")[0].lstrip("/") for ln in section.splitlines()[1:]}  # any team owner may approve
+    shared_rules = _rules("\n".join(section.splitlines()[1:]))  # any team owner may approve
     checked = 0
-    for p in sorted((demo_repo / "out").rglob("*.yaml")):
-        rel = p.relative_to(demo_repo).as_posix()
-        header = p.read_text().splitlines()[0]
+    for p in sorted((root / "out").rglob("*.yaml")):
+        rel = p.relative_to(root).as_posix()
+        with p.open() as f:
+            header = f.readline()
         sources = set(re.findall(r"policies/teams/([a-z0-9-]+)\.yaml", header))
         owners = set(_owners_of(rules, rel))
         assert owners, rel
+        shared = bool(_owners_of(shared_rules, rel))
+        assert not shared or "/kueue/cohort._." in rel, rel  # a spare Cohort, shared by every guarantee
         for team, mine in team_owners.items():
             extra = mine - platform
-            if extra & owners and rel not in shared:
+            if extra & owners and not shared:
                 assert sources == {team}, (rel, team, header)  # a team owns only what derives from it alone
-        if not sources and rel not in shared:
+        if not sources and not shared:
             assert owners <= platform, (rel, owners)
         checked += 1
     assert checked > 100
+    return rules
+
+
+@pytest.mark.parametrize("namespace", [
+    "a100-80gb-mig-3g",  # named like a class and its cluster-wide objects
+    "interns-sandbox",  # the interns' namespace on the other cluster (FLEET004 allows it)
+])
+def test_no_team_owns_a_file_derived_from_another_team_or_the_fleet(demo_repo: Path, namespace: str) -> None:
+    """No team owns another's files or the fleet's (``_assert_owners_isolated``), with a namespace
+    named like a class, or one another team uses on another cluster."""
+    vision = demo_repo / TEAMS / "vision.yaml"
+    text = vision.read_text()
+    vision.write_text(text.replace("  namespaces:\n", f"  namespaces:\n    - {{name: {namespace}, clusters: [onprem]}}\n", 1))
+    _built(demo_repo)
+    rules = _assert_owners_isolated(demo_repo)
+    owners_text = (demo_repo / ".github" / "CODEOWNERS").read_text()
+    if namespace == "interns-sandbox":  # a name two teams use: a line per cluster, never one for all
+        assert "/out/onprem/kueue/localqueue.interns-sandbox.*.yaml @acme/vision" in owners_text
+        assert "/out/cloud/kueue/localqueue.interns-sandbox.*.yaml @acme/ml-interns" in owners_text
+        assert "/out/*/kueue/localqueue.interns-sandbox." not in owners_text
+    assert "/out/*/kueue/localqueue.recsys-train.*.yaml @acme/recsys" in owners_text  # one line, both clusters
     dc = "out/onprem/dra/deviceclass._.a100-80gb-mig-3g.40gb.yaml"
     if (demo_repo / dc).exists():
-        assert set(_owners_of(rules, dc)) <= platform
+        assert set(_owners_of(rules, dc)) == {"@acme/ml-platform"}
+
+
+def test_codeowners_has_a_line_per_namespace_and_kind_not_per_cluster(tmp_path: Path) -> None:
+    """A generated organisation (40 teams on 4 clusters, namespaces on several clusters each): every
+    team line stands for every cluster, so the file grows with teams, namespaces and kinds, not
+    clusters (1.7 MB at 1,000 teams on 20 clusters, bench/README.md), and still gives no team
+    another's file."""
+    from bench.generate import generate
+
+    generate(40, 4, tmp_path / "org")
+    root = tmp_path / "org"
+    _built(root)
+    _assert_owners_isolated(root)
+    text = (root / ".github" / "CODEOWNERS").read_text()
+    team_lines = [ln for ln in text.split("\n# team ", 1)[1].splitlines() if ln.startswith("/out/")]
+    assert len(team_lines) > 200 and all(ln.startswith("/out/*/") for ln in team_lines), team_lines[:5]
+    assert len(team_lines) == len(set(ln.split(" ")[0] for ln in team_lines))
+    [cohorts] = [ln for ln in text.splitlines() if "/kueue/cohort._." in ln]  # the spare Cohorts: one line
+    assert cohorts.startswith("/out/*/kueue/cohort._.")
 
 
 def test_owner_syntax_is_validated_with_a_location(demo_repo: Path) -> None:

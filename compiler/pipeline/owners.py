@@ -4,13 +4,14 @@ CODEOWNERS reads the sources of every ``out/`` file (``compiler.report.codeowner
 teams merging the units' parts and rendering them took ~0.3 s of CPU, which the parent waited for.
 With a store each unit's part is an entry of its own (kind ``owners``, by the unit's key), and
 so is its *section*, the team's lines of the file (kind ``ownsec``). A team's section reads only
-its unit's part and the fleet-scope files' part where it concerns the team (``fleet_share``):
-the namespaces the unit's files sit in, the namespaces the fleet's files give the team, and the
-fleet's files the team owns alone. So the run, once it has lowered and verified everything else
+its unit's part and the fleet-scope files' part where it concerns the team (``FleetShares``):
+whatever of it bears the *names* the team's lines depend on (``names``: the namespaces its files
+sit in, on any cluster, since one line may stand for every cluster; the paths below a cluster's
+folder of its cluster-scoped files), those of the fleet's files the team owns alone included. So the run, once it has lowered and verified everything else
 and would wait for the rules' process (``Run.meanwhile``), reads each team's section and uses it as long as the fleet's share for the team is
-the one it was rendered with (a digest kept with it) and no other unit has files in the team's
-namespaces (a namespace claimed twice is FLEET004's error, but the file is right either way:
-such a run merges every part, as without a store). A part or section missing from the store (an
+the one it was rendered with (a digest kept with it) and no other unit's files bear one of those names (a team using
+another's namespace name on another cluster, which FLEET004 allows, or a namespace claimed twice,
+its error: the file is right either way, such a run merges every part, as without a store). A part or section missing from the store (an
 entry pruned meanwhile) is computed from the team's objects, exactly as the parent computes it
 (``unit_owners``).
 
@@ -37,13 +38,14 @@ from compiler.report.codeowners import (
     OwnedPart,
     codeowners_header,
     merged_outputs,
+    name_of,
     owned_part,
     render_codeowners,
     sections_text,
     team_section,
 )
 
-Key = tuple[str, str]  # (cluster, namespace)
+Key = str  # a name a team's lines depend on (``names``)
 
 
 def unit_owners(inventory: Inventory, team: Team) -> OwnedPart:
@@ -53,39 +55,74 @@ def unit_owners(inventory: Inventory, team: Team) -> OwnedPart:
 
 def stored_part(store: Store, key: str) -> OwnedPart | None:
     value = store.get("owners", key)
-    return value if isinstance(value, tuple) and len(value) == 3 else None
+    return value if isinstance(value, tuple) and len(value) == 4 else None
+
+
+def names(part: OwnedPart) -> set[Key]:
+    """The names a part's files bear (``compiler.report.codeowners.name_of``): the lines of its
+    teams depend on the other files bearing them alone."""
+    by_ns, _, single, others = part
+    found = {ns for _, ns in by_ns}
+    for (_, namespace), rows in single.items():
+        if namespace is None:
+            found.update(n for relpath, _, _ in rows if (n := name_of(None, relpath)) is not None)
+    found.update(others.values())
+    return found
+
+
+Rows = dict[tuple[str, str | None], list[tuple[str, str, str]]]
 
 
 class FleetShares:
-    """The fleet-scope files' part, indexed by team (``share``)."""
+    """The fleet-scope files' part, indexed by name and by team (``share``)."""
 
     def __init__(self, fleet: OwnedPart) -> None:
-        self.by_ns, self.kinds, single = fleet
-        self.keys_of: dict[str, set[Key]] = defaultdict(set)  # team -> namespaces the fleet's files give it
+        self.by_ns, self.kinds, single, others = fleet
+        self.keys_by_name: dict[Key, list[tuple[str, str]]] = defaultdict(list)
+        self.names_of: dict[str, set[Key]] = defaultdict(set)  # team -> names the fleet's files give it
         for key, owners in self.by_ns.items():
+            self.keys_by_name[key[1]].append(key)
             for owner in owners:
                 if owner is not None:
-                    self.keys_of[owner].add(key)
-        self.rows_of: dict[str, dict[tuple[str, str | None], list[tuple[str, str, str]]]] = defaultdict(dict)
+                    self.names_of[owner].add(key[1])
+        self.rows_by_name: dict[Key, list[tuple[tuple[str, str | None], tuple[str, str, str]]]] = defaultdict(list)
+        self.rows_of: dict[str, Rows] = defaultdict(dict)
         for where, rows in single.items():
             for row in rows:
                 self.rows_of[row[1]].setdefault(where, []).append(row)
+                name = name_of(where[1], row[0])
+                if name is not None:
+                    self.rows_by_name[name].append((where, row))
+                    self.names_of[row[1]].add(name)
+        self.others_by_name: dict[Key, dict[str, str]] = defaultdict(dict)
+        for rest, name in others.items():
+            self.others_by_name[name][rest] = name
 
-    def share(self, team: str, unit_keys: list[Key]) -> OwnedPart:
-        """What of the fleet's part the team's section reads: its entries on the unit's namespaces
-        and on the namespaces the fleet gives the team, and the files the team owns alone."""
-        keys = self.keys_of.get(team, set()).union(unit_keys)
-        return ({k: self.by_ns[k] for k in keys if k in self.by_ns}, {k: self.kinds[k] for k in keys if k in self.kinds},
-                self.rows_of.get(team, {}))
+    def share(self, team: str, unit_names: list[Key]) -> tuple[OwnedPart, set[Key]]:
+        """What of the fleet's part the team's section reads, and the names it bears: the fleet's
+        entries bearing the unit's names or those the fleet's files give the team, and the files
+        the team owns alone."""
+        read = self.names_of.get(team, set()).union(unit_names)
+        keys = [key for name in read for key in self.keys_by_name.get(name, ())]
+        single: Rows = {where: list(rows) for where, rows in self.rows_of.get(team, {}).items()}
+        for name in read:
+            for where, row in self.rows_by_name.get(name, ()):
+                if row[1] != team:
+                    single.setdefault(where, []).append(row)
+        for rows in single.values():
+            rows.sort()
+        others = {rest: n for name in read for rest, n in self.others_by_name.get(name, {}).items()}
+        return ({k: self.by_ns[k] for k in keys}, {k: self.kinds[k] for k in keys if k in self.kinds}, single,
+                others), read
 
 
 def _signature(share: OwnedPart, policy_dir: str, out_dir: str) -> str:
     """A digest of a share, the same for equal shares in any process (sets sorted: their order
     follows the per-process string hash)."""
-    by_ns, kinds, single = share
+    by_ns, kinds, single, others = share
     canonical = (sorted(((k, sorted(v, key=repr)) for k, v in by_ns.items()), key=repr),
                  sorted(((k, sorted(v)) for k, v in kinds.items()), key=repr),
-                 sorted(((k, sorted(v)) for k, v in single.items()), key=repr))
+                 sorted(((k, sorted(v)) for k, v in single.items()), key=repr), sorted(others.items()))
     return digest(policy_dir, out_dir, marshal.dumps(canonical))
 
 
@@ -125,7 +162,7 @@ def codeowners_kept(store: Store, policy: Policy, fleet_part: OwnedPart, known: 
 
 
 def _shared(count: Counter[Key], own: Sequence[Key], read: Sequence[Key]) -> bool:
-    """Whether another unit's files sit in a namespace a section read (``count``: every unit's)."""
+    """Whether another unit's files bear a name a section read (``count``: every unit's)."""
     mine = set(own)
     return any(count[k] > (k in mine) for k in read)
 
@@ -133,7 +170,7 @@ def _shared(count: Counter[Key], own: Sequence[Key], read: Sequence[Key]) -> boo
 class _Sections:
     """The teams' sections a block of teams at a time (``blocks_of``, as the units'). A block's
     entry (kind ``ownblock``, keyed by the fleet's part and its units' keys) holds each team's
-    namespaces and the namespaces its section read (its own and its share of the fleet's), and
+    names and the names its section read (its own and its share of the fleet's), and
     the digest of the block's text, kept apart (kind ``ownchunk``) and read only when the file
     is joined: a one-team edit reads ~N/64 small entries instead of a section per team. A block
     missing from the store, or holding a unit computed by this run, is made of each team's
@@ -165,12 +202,12 @@ class _Sections:
                                  *self.dirs)
 
     def section(self, team: Team, key: str) -> Any:
-        """A team's stored section (its namespaces, its share's signature, its text), or its
-        namespaces alone when the store lacks it or the run computed its unit."""
+        """A team's stored section (its names, its share's signature, its text), or its
+        names alone when the store lacks it or the run computed its unit."""
         entry = None if key in self.parts else self.store.get("ownsec", key)
         if isinstance(entry, tuple) and len(entry) == 3:
             return entry
-        return sorted(self.part_of(team, key)[0]), None, None
+        return sorted(names(self.part_of(team, key))), None, None
 
     def joined(self, header: str, chunks: list[Chunk]) -> bytes:
         """The file: the header, then the blocks' texts (every part merged if one is gone)."""
@@ -181,11 +218,11 @@ class _Sections:
 
     def chunks(self) -> list[Chunk] | None:
         """Each block's text, in the teams' order; None when another unit's files sit in a
-        namespace a section read (then only merging every part gives the file)."""
+        name a section read (then only merging every part gives the file)."""
         store = self.store
         fleet = _signature(self.fleet_part, *self.dirs)
         count: Counter[Key] = Counter()
-        # per block: its key, its units, and its entry ((namespaces, read) per team, its text's
+        # per block: its key, its units, and its entry ((names, read) per team, its text's
         # digest) or else each team's section
         blocks: list[tuple[str, list[tuple[Team, str]], Any, list[Any]]] = []
         for block in unit_blocks(self.keys):
@@ -221,17 +258,17 @@ class _Sections:
 
     def _checked(self, team: Team, key: str, entry: Any, count: Counter[Key]) -> tuple[str | None, list[Key]]:
         """A team's section, rendered again unless its stored text was rendered with the share it
-        has now, and the namespaces it read; no text when another unit's files share one."""
-        unit_keys, sig, text = entry
-        share = self.shares.share(team.name, unit_keys)
-        read = list(set(unit_keys).union(share[0]))  # only tested: any order
-        if _shared(count, unit_keys, read):
+        has now, and the names it read (``names``); no text when another unit's files bear one."""
+        unit_names, sig, text = entry
+        share, bears = self.shares.share(team.name, unit_names)
+        read = sorted(bears)
+        if _shared(count, unit_names, read):
             return None, read
         now = _signature(share, *self.dirs)
         if sig != now or not isinstance(text, str):
             part = self.part_of(team, key)
             text = team_section(self.policy, team, merged_outputs([share, part], self.dirs[1]).get(team.name, []))
-            self.store.put("ownsec", key, (unit_keys, now, text))
+            self.store.put("ownsec", key, (unit_names, now, text))
         return text, read
 
     def _text(self, block: list[tuple[Team, str]], cdigest: str) -> str | None:
@@ -240,7 +277,7 @@ class _Sections:
         chunk = self.store.get("ownchunk", cdigest)
         if isinstance(chunk, str):
             return chunk
-        count: Counter[Key] = Counter()  # the namespaces were checked against every unit's already
+        count: Counter[Key] = Counter()  # the names were checked against every unit's already
         texts = [self._checked(team, key, self.section(team, key), count)[0] for team, key in block]
         chunk = sections_text(t or "" for t in texts)
         return chunk if digest("ownchunk", chunk) == cdigest else None
