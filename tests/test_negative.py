@@ -109,6 +109,24 @@ def test_did_you_mean(tmp_path: Path) -> None:
     assert d.hint == "did you mean 'isolation'?"
 
 
+@pytest.mark.parametrize("bad", ["Vision_Train", "v" * 64, "vision-", "vision-train\\n"])
+def test_a_bad_label_says_what_a_label_is(tmp_path: Path, bad: str) -> None:
+    """pydantic-core checks DNS labels itself (``DNS_LABEL_BOUNDED``: the length inside the
+    pattern); the finding says what a label is, as the validator in Python did, with the value, the
+    field's path and the schema hint, for a bad character, 64 characters, a trailing '-' and a
+    trailing newline (a double-quoted YAML escape: ``$`` in the pattern is the end of the text)."""
+    root = copy_demo(tmp_path)
+    mutate(root, "teams/vision.yaml", "  - name: vision-train", f'  - name: "{bad}"')
+    d = find(compile_dir(root).diagnostics, "SCHEMA002")
+    shown = repr(bad.replace("\\n", "\n"))
+    assert d.message == (f"spec.namespaces[0].name: {shown} is not a DNS-1123 label (lower-case letters, digits "
+                         f"and '-', starting and ending alphanumeric, at most 63 characters) (got {shown})"), d.message
+    assert d.location is not None and d.location.line == line_of(root, "teams/vision.yaml", "- name: ")
+    assert d.hint and "schemas/team.schema.json" in d.hint
+    mutate(root, "teams/vision.yaml", f'  - name: "{bad}"', f'  - name: "{"v" * 63}"')  # 63: a label
+    assert "SCHEMA002" not in [x.code for x in compile_dir(root).diagnostics]
+
+
 def test_team_defined_twice(tmp_path: Path) -> None:
     root = copy_demo(tmp_path)
     text = (root / "policies/teams/vision.yaml").read_text()

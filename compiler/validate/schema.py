@@ -8,7 +8,7 @@ from pydantic import BaseModel, ValidationError
 
 from compiler.diagnostics import Diagnostic, Rule, Scope, define, did_you_mean
 from compiler.load.source import SourceFile, YamlPath
-from compiler.model.common import API_VERSION
+from compiler.model.common import API_VERSION, name_error
 from compiler.model.fleet import FleetFile
 from compiler.model.team import TeamFile
 from compiler.policy.cuts import CUT_MODES
@@ -143,6 +143,9 @@ def _pydantic_to_diags(src: SourceFile, model: type[BaseModel], err: ValidationE
             msg = e["msg"]
             if msg.startswith("Value error, "):
                 msg = msg[len("Value error, "):]
+            named = name_error(etype, e.get("ctx"), e.get("input"))
+            if named is not None:  # a name type pydantic-core checked itself: said as its validator would
+                etype, msg = "value_error", named
             diags.append(SCHEMA_TYPE.diag(f"{crumb}: {msg} (got {shown})", src.locate(path, key=value is None), path=crumb,
                                           hint=yaml_hint(src, path, value, etype) or _type_hint(etype, path)
                                           or generic_hint(etype)))
