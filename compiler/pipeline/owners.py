@@ -17,8 +17,9 @@ entry pruned meanwhile) is computed from the team's objects, exactly as the pare
 
 The sections are also kept a block of teams at a time (``_Sections``), and the file by its header and
 blocks (``codeowners_kept``): at 5,000 teams reading 5,000 sections, joining, encoding and hashing the
-41 MB file were ~0.55 s of this process's critical path after a one-team edit; `validate` there
-3.42 -> 2.93 s (medians of 6 interleaved rounds, bench/README.md).
+41 MB file (as it then was: 8.6 MB since a line stands for every cluster) were ~0.55 s of this
+process's critical path after a one-team edit; `validate` there 3.42 -> 2.93 s (medians of 6
+interleaved rounds, bench/README.md).
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def codeowners_kept(store: Store, policy: Policy, fleet_part: OwnedPart, known: 
     """``codeowners_of`` kept as a repository file (``repo_file``), without the file when it is
     the one an earlier run kept: the header and every block's text the same (kind ``ownfile``,
     keyed by the header and the blocks' digests). A one-team edit that changes no owner (most
-    do) then neither joins, encodes nor hashes the file (41 MB at 5,000 teams: ~0.2 s)."""
+    do) then neither joins, encodes nor hashes the file (8.6 MB at 5,000 teams)."""
     sections = _Sections(store, policy, fleet_part, known, keys, policy_dir, out_dir)
     chunks = sections.chunks()
     if chunks is None:
