@@ -809,6 +809,30 @@ def test_codeowners_sections_are_kept_and_checked(demo: Path, monkeypatch: pytes
     assert got == whole(fleet2, parts) and b"localqueue.given-ns.*.yaml" not in got
 
 
+def test_a_namespace_name_two_teams_use_through_the_store(demo: Path) -> None:
+    """CODEOWNERS through the store (kept sections, blocks and parts) equals an empty store's as a
+    team takes another team's namespace name on another cluster (FLEET004 allows it: both teams'
+    lines for it name their clusters), edits its budget meanwhile, and gives the name back (one
+    line for every cluster again); ``_check`` compares every file with an empty store's."""
+    _check(demo, "none")
+    owners = demo / ".github" / "CODEOWNERS"
+
+    def codeowners(res: Result) -> str:
+        return res.repo_files[".github/CODEOWNERS"].decode()
+
+    mutate(demo, "teams/vision.yaml", "  namespaces:\n", "  namespaces:\n    - {name: interns-sandbox, clusters: [onprem]}\n")
+    text = codeowners(_check(demo, "partial"))
+    assert "/out/onprem/kueue/localqueue.interns-sandbox.*.yaml @acme/vision" in text
+    assert "/out/cloud/kueue/localqueue.interns-sandbox.*.yaml @acme/ml-interns" in text
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    assert codeowners(_check(demo, "partial")) == text
+    mutate(demo, "teams/vision.yaml", "    - {name: interns-sandbox, clusters: [onprem]}\n", "")
+    text = codeowners(_check(demo, "partial"))
+    assert "/out/*/kueue/localqueue.interns-sandbox.*.yaml @acme/ml-interns" in text and "@acme/vision" not in [
+        ln.split(" ")[1] for ln in text.splitlines() if "interns-sandbox" in ln]
+    assert not owners.exists()  # compile_policies writes nothing: the files compared are the results'
+
+
 def compile_fingerprint(opts: Options) -> str:
     from compiler.pipeline.run import Run
 
