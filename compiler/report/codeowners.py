@@ -154,8 +154,10 @@ def merged_outputs(parts: Iterable[OwnedPart], out_dir: str) -> dict[str, list[s
     namespace's. The rest are exact paths. Every literal part is escaped (``codeowners_path``).
     New namespaces fall under ``*``: a Namespace is cluster-scoped.
 
-    One line then stands for every cluster (``/out/*/...``, the ``*`` one folder: a cluster's, or
-    ``argocd``, whose folders hold only ArgoCD's objects) when every file it matches is the team's:
+    One line then stands for every cluster (``/out/*/...``: CODEOWNERS patterns follow gitignore's,
+    where ``*`` matches anything but ``/``, and GitHub suggests wildcards to keep the file under its
+    limit, docs.github.com "About code owners"; so the ``*`` is one folder, a cluster's or ``argocd``,
+    whose folders hold only ArgoCD's objects) when every file it matches is the team's:
     a namespace the team's alone on each cluster it has files on (FLEET004 lets two teams use one
     name on two clusters: then each cluster has its lines), or an exact path whose rest no other
     file has. A namespace or path the team adds on another cluster is then the team's from the
