@@ -1381,3 +1381,84 @@ def test_a_build_prunes_what_no_run_uses_and_keeps_every_unit_it_took(demo: Path
     taken = [key for key in second.record.units if key in before]
     assert len(taken) == 4  # every team but vision, taken whole
     assert {key: kinds_of(key) for key in taken} == {key: before[key] for key in taken}
+
+
+def test_the_store_is_weighed_and_the_oldest_unused_entries_go(tmp_path: Path) -> None:
+    """``Store.prune(by_bytes=True)``: the unused entries go oldest first until they weigh at most
+    twice the used ones (their count alone would keep them: 3 against 2 used); the weight of the
+    used ones is noted and the count of bytes written since restarts. The count rule is as it was."""
+    store = Store(tmp_path)
+    for key in ("a" * 32, "b" * 32):
+        store.put("unit", key, b"x" * 1000)  # used by this run: ~1 KB each
+    stale = [f"{i:032x}" for i in range(3)]
+    for i, key in enumerate(stale):  # unused, 3 KB each, the first the oldest
+        (tmp_path / CACHE_DIRNAME / "unit" / key).write_bytes(b"y" * 3000)
+        os.utime(tmp_path / CACHE_DIRNAME / "unit" / key, ns=(10**18 + i, 10**18 + i))
+    store.prune(["unit"])  # 3 unused against 2 used: the count keeps them
+    assert all((tmp_path / CACHE_DIRNAME / "unit" / k).exists() for k in stale)
+    assert store.pressure() is False  # 2 KB written, far under the floor
+    store.prune(["unit"], by_bytes=True)  # 9 KB unused against ~2 KB used: down to ~4 KB, oldest first
+    assert [(tmp_path / CACHE_DIRNAME / "unit" / k).exists() for k in stale] == [False, False, True]
+    live, since = (int(x) for x in (tmp_path / CACHE_DIRNAME / ".pruned").read_text().split())
+    assert 2000 < live < 2200 and since == 0
+
+
+def test_validate_weighs_a_heavy_store(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``validate`` (which never prunes by count, so that ``check`` finds the last build's units)
+    prunes by weight once what runs wrote, its forked children's entries included, outweighs
+    twice what a run uses: the store stops growing, and every result equals an empty store's."""
+    import compiler.cache.store as store_module
+
+    _check(demo, "none")
+    cache = demo / CACHE_DIRNAME
+
+    def weight() -> int:
+        return sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
+
+    def validate() -> Result:
+        inc = compile_policies(_opts(demo), Store(demo), objects=False, digests=False)
+        full = compile_policies(_opts(demo), objects=False, digests=False)
+        assert [str(d) for d in inc.diagnostics] == [str(d) for d in full.diagnostics]
+        assert inc.repo_files == full.repo_files
+        return inc
+
+    sizes = []
+    for i in range(6):  # edits that leave unused entries behind, the store under the floor
+        mutate(demo, "teams/vision.yaml", f"guaranteed: {8 + i}", f"guaranteed: {9 + i}")
+        validate()
+        sizes.append(weight())
+    assert sizes == sorted(sizes) and sizes[-1] > sizes[0]  # it only grows
+    live, since = (int(x) for x in (cache / ".pruned").read_text().split())
+    assert live == 0 and since > 0  # never weighed; the children's writes counted too (checked below)
+    monkeypatch.setattr(store_module, "PRUNE_FLOOR", 1)
+    mutate(demo, "teams/vision.yaml", "guaranteed: 14", "guaranteed: 15")
+    validate()
+    live, since = (int(x) for x in (cache / ".pruned").read_text().split())
+    assert live > 0 and since == 0
+    assert weight() < sizes[-1]  # weighed: the oldest unused entries went
+    for i in range(15, 19):
+        mutate(demo, "teams/vision.yaml", f"guaranteed: {i}", f"guaranteed: {i + 1}")
+        validate()
+        live, _ = (int(x) for x in (cache / ".pruned").read_text().split())
+        assert weight() <= 3 * live + 64 * 1024, (weight(), live)  # ~3x what a run uses (and small files)
+    _same(compile_policies(_opts(demo), Store(demo)), compile_policies(_opts(demo)))  # a build after it: right
+
+
+def test_a_forked_childs_writes_are_weighed(tmp_path: Path) -> None:
+    """Entries a forked child writes (the rules' process, the report parts) count towards the store's
+    weight: the child adds them before it exits, the parent's own are counted once."""
+    from compiler.cache.forked import _usable, in_child
+
+    if not _usable():
+        pytest.skip("no fork here: the child's work runs in this process")
+    store = Store(tmp_path)
+    store.put("unit", "p" * 32, b"p" * 1000)  # the parent's, before the fork
+
+    def child() -> int:
+        Store(tmp_path).put("blob", "c" * 32, os.urandom(50_000))  # incompressible: ~50 KB
+        return 1
+
+    assert in_child(child)() == 1
+    store.pressure()
+    _, since = (int(x) for x in (tmp_path / CACHE_DIRNAME / ".pruned").read_text().split())
+    assert 51_000 < since < 52_000, since

@@ -18,6 +18,8 @@ import tempfile
 import threading
 from typing import Any, Callable
 
+from compiler.cache.store import child_done, child_started
+
 
 def _usable() -> bool:
     return (sys.platform == "linux" and threading.active_count() == 1 and (os.cpu_count() or 1) > 1
@@ -54,10 +56,12 @@ def in_child(fn: Callable[..., Any], *args: Any, nice: int = 5) -> Pending:
     if pid == 0:
         status = 1
         try:
+            child_started()
             if nice:
                 os.nice(nice)
             channel.write(marshal.dumps(fn(*args)))
             channel.flush()
+            child_done()  # before the parent can wait: it weighs the store after its children
             status = 0
         finally:
             os._exit(status)  # no exit handlers, no flushing the parent's buffers twice

@@ -33,7 +33,9 @@ Units, by the scope of what they read:
   of every ``out/`` file are the last run's, patched with the units that came and went
   (``Run.out_digests``). A run that renders digests (``build``) drops the entries it did not use
   once they outnumber the used ones (``Store.prune``); ``validate`` and ``check`` drop none, so the
-  units of the build that wrote ``out/`` are there when ``check`` compares what changed since.
+  units of the build that wrote ``out/`` are there when ``check`` compares what changed since,
+  until what runs wrote outweighs twice what a run used (``Store.pressure``): then any command
+  drops the unused entries, oldest first, down to that weight (a dropped entry costs time only).
 """
 
 from __future__ import annotations
@@ -252,16 +254,18 @@ class Run:
         last = self.store.get("last", self.fp)  # the last build's record: check compares out/ with it
         if isinstance(last, str):
             self.store.used.add(("result", last))
-        if self.digests:  # not validate or check: the build that wrote out/ may have units this run has not,
-            self.prune()  # whose files check then reads (a build keeps what the next check needs)
+        heavy = self.store.pressure()  # what runs wrote since the store was last weighed
+        if self.digests or heavy:  # validate and check prune only when the store is heavy: the build that
+            self.prune(heavy)  # wrote out/ may have units they have not, whose files check reads (cost: time)
         return result
 
-    def prune(self) -> None:
+    def prune(self, by_bytes: bool = False) -> None:
         for path, key in self.reused_units:  # their entries are live, read by this run or not
             self.store.used.update(unit_entries(self.fp, path, key))
         self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas", "digests",
                           "last", "rules", "verified", "rendered", "listed", "owners", "ownsec", "repo", "rows",
-                          "block", "parses", "verdicts", "ownblock", "ownchunk", "ownfile", "fragment", "cohorts"))
+                          "block", "parses", "verdicts", "ownblock", "ownchunk", "ownfile", "fragment", "cohorts"),
+                         by_bytes=by_bytes)
 
     def key_of(self, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> str:
         """The key of every input. The previous out/ is an input of GITOPS302: part of the key,
