@@ -425,6 +425,7 @@ class Store:
                     pass
         return total
 
+
 def _oldest_over(stale: list[str], budget: int) -> list[str]:
     """The unused entries to drop, oldest first, so that the rest weigh at most ``budget``."""
     aged: list[tuple[int, int, str]] = []

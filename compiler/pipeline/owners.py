@@ -7,13 +7,14 @@ so is its *section*, the team's lines of the file (kind ``ownsec``). A team's se
 its unit's part and the fleet-scope files' part where it concerns the team (``FleetShares``):
 whatever of it bears the *names* the team's lines depend on (``names``: the namespaces its files
 sit in, on any cluster, since one line may stand for every cluster; the paths below a cluster's
-folder of its cluster-scoped files), those of the fleet's files the team owns alone included. So the run, once it has lowered and verified everything else
-and would wait for the rules' process (``Run.meanwhile``), reads each team's section and uses it as long as the fleet's share for the team is
-the one it was rendered with (a digest kept with it) and no other unit's files bear one of those names (a team using
-another's namespace name on another cluster, which FLEET004 allows, or a namespace claimed twice,
-its error: the file is right either way, such a run merges every part, as without a store). A part or section missing from the store (an
-entry pruned meanwhile) is computed from the team's objects, exactly as the parent computes it
-(``unit_owners``).
+folder of its cluster-scoped files), those of the fleet's files the team owns alone included. So
+the run, once it has lowered and verified everything else and would wait for the rules' process
+(``Run.meanwhile``), reads each team's section and uses it as long as the fleet's share for the
+team is the one it was rendered with (a digest kept with it) and no other unit's files bear one of
+those names (a team using another's namespace name on another cluster, which FLEET004 allows, or a
+namespace claimed twice, its error: the file is right either way, such a run merges every part, as
+without a store). A part or section missing from the store (an entry pruned meanwhile) is computed
+from the team's objects, exactly as the parent computes it (``unit_owners``).
 
 The sections are also kept a block of teams at a time (``_Sections``), and the file by its header and
 blocks (``codeowners_kept``): at 5,000 teams reading 5,000 sections, joining, encoding and hashing the
