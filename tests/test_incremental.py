@@ -1407,7 +1407,7 @@ def test_validate_weighs_a_heavy_store(demo: Path, monkeypatch: pytest.MonkeyPat
     """``validate`` (which never prunes by count, so that ``check`` finds the last build's units)
     prunes by weight once what runs wrote, its forked children's entries included, outweighs
     twice what a run uses: the store stops growing, and every result equals an empty store's."""
-    import compiler.cache.store as store_module
+    import compiler.cache.weight as weighing
 
     _check(demo, "none")
     cache = demo / CACHE_DIRNAME
@@ -1430,7 +1430,7 @@ def test_validate_weighs_a_heavy_store(demo: Path, monkeypatch: pytest.MonkeyPat
     assert sizes == sorted(sizes) and sizes[-1] > sizes[0]  # it only grows
     live, since = (int(x) for x in (cache / ".pruned").read_text().split())
     assert live == 0 and since > 0  # never weighed; the children's writes counted too (checked below)
-    monkeypatch.setattr(store_module, "PRUNE_FLOOR", 1)
+    monkeypatch.setattr(weighing, "PRUNE_FLOOR", 1)
     mutate(demo, "teams/vision.yaml", "guaranteed: 14", "guaranteed: 15")
     validate()
     live, since = (int(x) for x in (cache / ".pruned").read_text().split())

@@ -18,7 +18,7 @@ import tempfile
 import threading
 from typing import Any, Callable
 
-from compiler.cache.store import child_done, child_started
+from compiler.cache.weight import child_done, child_started
 
 
 def _usable() -> bool:

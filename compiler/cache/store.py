@@ -27,6 +27,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
+from compiler.cache import weight
+
 PACKAGE = Path(__file__).resolve().parent.parent  # compiler/
 CACHE_DIRNAME = ".gpupolicy-cache"
 FORMAT = "gpupolicy-cache-3"
@@ -227,54 +229,6 @@ def _read(path: str) -> bytes:
         os.close(fd)
 
 
-# What the store wrote since its last prune by bytes, and what the entries a run used then weighed
-# (``Store.pressure``): two integers as text, so that a file a pull request commits can only make a
-# prune come sooner or later.
-_PRUNED_FILE = ".pruned"
-PRUNE_FLOOR = 32 << 20  # a small organisation's store may grow this far before its first weighing
-# Bytes this process wrote into each store directory since it last accounted them: forked children
-# (compiler.cache.forked) write entries of their own, and add them to the file before they exit.
-_written: dict[str, int] = {}
-
-
-def child_started() -> None:
-    """In a forked child: the parent's writes are the parent's to account."""
-    _written.clear()
-
-
-def child_done() -> None:
-    """In a forked child about to exit: its writes added to each store's count."""
-    for base, n in list(_written.items()):
-        _add_written(Path(base), n)
-    _written.clear()
-
-
-def _read_pruned(base: Path) -> tuple[int, int]:
-    """(bytes the used entries weighed at the last weighing, bytes written since)."""
-    try:
-        live, since = (int(x) for x in (base / _PRUNED_FILE).read_text().split())
-        return max(live, 0), max(since, 0)
-    except (OSError, ValueError):
-        return 0, 0
-
-
-def _write_pruned(base: Path, live: int, since: int) -> None:
-    tmp = base / f"{_PRUNED_FILE}.{os.getpid()}.tmp"
-    try:
-        tmp.write_text(f"{live} {since}\n")
-        os.replace(tmp, base / _PRUNED_FILE)
-    except OSError:
-        pass
-
-
-def _add_written(base: Path, n: int) -> tuple[int, int]:
-    live, since = _read_pruned(base)
-    if n:
-        since += n
-        _write_pruned(base, live, since)
-    return live, since
-
-
 class Store:
     """``kind/key`` → marshal-encoded value, written atomically."""
 
@@ -346,7 +300,7 @@ class Store:
             with open(tmp, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, target)
-            _written[self._base] = _written.get(self._base, 0) + len(data)
+            weight.wrote(self._base, len(data))
         except OSError as exc:
             try:
                 tmp.unlink(missing_ok=True)
@@ -367,15 +321,10 @@ class Store:
             pass
 
     def pressure(self, keep_factor: int = 2) -> bool:
-        """Whether the store should be weighed (``prune(by_bytes=True)``): what runs wrote since
-        the last weighing, this one's included, outweighs ``keep_factor`` times what the entries
-        used then weighed. Counts are not sizes: at 5,000 teams one ``validate`` writes ~40 entries
-        and ~3 MB (its run's record 1.5 MB) beside ~50,000 live ones, so the count alone let the
-        store grow by gigabytes before a build pruned it, and ``validate`` and ``check`` never did."""
+        """Whether the store should be weighed (``prune(by_bytes=True)``, ``compiler.cache.weight``)."""
         if self.off:
             return False
-        live, since = _add_written(self.dir, _written.pop(self._base, 0))
-        return since > keep_factor * max(live, PRUNE_FLOOR)
+        return weight.heavy(self._base, keep_factor)
 
     def prune(self, kinds: Iterable[str], keep_factor: int = 2, by_bytes: bool = False) -> None:
         """Drop entries this run did not use (read, wrote or marked in ``used``) once they
@@ -396,10 +345,10 @@ class Store:
             except OSError:
                 continue
         if len(stale) > keep_factor * max(len(live), 16):
-            drop, held = stale, self._weight(kinds, live)
+            drop, held = stale, weight.of_entries(self._base, kinds, live)
         elif by_bytes:
-            held = self._weight(kinds, live)
-            drop = _oldest_over(stale, keep_factor * held)
+            held = weight.of_entries(self._base, kinds, live)
+            drop = weight.oldest_over(stale, keep_factor * held)
         else:
             return
         for path in drop:
@@ -407,42 +356,7 @@ class Store:
                 os.unlink(path)
             except OSError:
                 pass
-        _write_pruned(self.dir, held, 0)
-
-    def _weight(self, kinds: tuple[str, ...], live: set[str]) -> int:
-        """The bytes the entries of these kinds with these keys take (a stat each: only when the
-        store is weighed)."""
-        total = 0
-        for kind in kinds:
-            try:
-                names = [n for n in os.listdir(f"{self._base}/{kind}") if n in live]
-            except OSError:
-                continue
-            for n in names:
-                try:
-                    total += os.stat(f"{self._base}/{kind}/{n}").st_size
-                except OSError:
-                    pass
-        return total
-
-
-def _oldest_over(stale: list[str], budget: int) -> list[str]:
-    """The unused entries to drop, oldest first, so that the rest weigh at most ``budget``."""
-    aged: list[tuple[int, int, str]] = []
-    for path in stale:
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
-        aged.append((st.st_mtime_ns, st.st_size, path))
-    total = sum(size for _, size, _ in aged)
-    drop = []
-    for _, size, path in sorted(aged):
-        if total <= budget:
-            break
-        drop.append(path)
-        total -= size
-    return drop
+        weight.weighed(self._base, held)
 
 
 class NullStore(Store):

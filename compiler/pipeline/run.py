@@ -32,10 +32,8 @@ Units, by the scope of what they read:
 - *run*: the whole result, keyed by every input: an unchanged tree compiles nothing. The digests
   of every ``out/`` file are the last run's, patched with the units that came and went
   (``Run.out_digests``). A run that renders digests (``build``) drops the entries it did not use
-  once they outnumber the used ones (``Store.prune``); ``validate`` and ``check`` drop none, so the
-  units of the build that wrote ``out/`` are there when ``check`` compares what changed since,
-  until what runs wrote outweighs twice what a run used (``Store.pressure``): then any command
-  drops the unused entries, oldest first, down to that weight (a dropped entry costs time only).
+  once they outnumber the used ones (``Store.prune``); ``validate`` and ``check`` only once the store
+  is heavy (``compiler.cache.weight``), so ``check`` finds the units of the build that wrote ``out/``.
 """
 
 from __future__ import annotations
@@ -254,9 +252,9 @@ class Run:
         last = self.store.get("last", self.fp)  # the last build's record: check compares out/ with it
         if isinstance(last, str):
             self.store.used.add(("result", last))
-        heavy = self.store.pressure()  # what runs wrote since the store was last weighed
-        if self.digests or heavy:  # validate and check prune only when the store is heavy: the build that
-            self.prune(heavy)  # wrote out/ may have units they have not, whose files check reads (cost: time)
+        heavy = self.store.pressure()  # validate and check prune only then: the build that wrote out/
+        if self.digests or heavy:  # may have units they have not, whose files check reads
+            self.prune(heavy)
         return result
 
     def prune(self, by_bytes: bool = False) -> None:

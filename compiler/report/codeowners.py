@@ -177,6 +177,16 @@ def merged_outputs(parts: Iterable[OwnedPart], out_dir: str) -> dict[str, list[s
             kinds[key] = set(found) if had is None else had | found
         singles += part_single.items()
         others.update(part_others)
+    out = codeowners_path(out_dir)
+    globbed, owned = _globbed(by_ns, kinds, out)
+    _add_exact(owned, singles, globbed, others, out)
+    return owned
+
+
+def _globbed(by_ns: Mapping[tuple[str, str], set[str | None]], kinds: Mapping[tuple[str, str], set[tuple[str, str, str]]],
+             out: str) -> tuple[dict[tuple[str, str], str], dict[str, list[str]]]:
+    """The namespaces one team's alone on a cluster, and each team's patterns of their kinds: one
+    for every cluster where the namespace is the team's alone on each cluster it has files on."""
     globbed: dict[tuple[str, str], str] = {}
     everywhere: dict[str, str | None] = {}  # namespace -> the team it is globbed to on every cluster
     for key, owners in by_ns.items():
@@ -186,7 +196,6 @@ def merged_outputs(parts: Iterable[OwnedPart], out_dir: str) -> dict[str, list[s
             globbed[key] = team
         everywhere[key[1]] = team if everywhere.get(key[1], team) == team else None
     owned: dict[str, list[str]] = defaultdict(list)
-    out = codeowners_path(out_dir)
     wide: dict[str, set[str]] = defaultdict(set)  # team -> escaped "<component>/<kind>.<ns>." of every cluster
     for (cluster, ns), team in sorted(globbed.items()):
         literals = [literal or codeowners_path(f"{cluster}/{component}/{kind}.{ns}.")
@@ -197,6 +206,13 @@ def merged_outputs(parts: Iterable[OwnedPart], out_dir: str) -> dict[str, list[s
             owned[team] += [f"/{out}/{literal}*.yaml" for literal in sorted(literals)]
     for team, rests in wide.items():
         owned[team][:0] = [f"/{out}/*/{rest}*.yaml" for rest in sorted(rests)]
+    return globbed, owned
+
+
+def _add_exact(owned: dict[str, list[str]], singles: list[tuple[tuple[str, str | None], list[tuple[str, str, str]]]],
+               globbed: Mapping[tuple[str, str], str], others: set[str], out: str) -> None:
+    """Each team's exact paths outside its globbed namespaces, after its patterns: one for every
+    cluster where no other file has the path's rest."""
     rest_teams: dict[str, set[str]] = defaultdict(set)  # rest -> the teams owning a file there
     for _, rows in singles:
         for relpath, team, _ in rows:
@@ -218,7 +234,6 @@ def merged_outputs(parts: Iterable[OwnedPart], out_dir: str) -> dict[str, list[s
             else:
                 lines.append(f"/{out}/{escaped or codeowners_path(relpath)}")
         owned[team] += [f"/{out}/*/{rest}" for rest in sorted(every)] + lines
-    return owned
 
 
 def render_codeowners(policy: Policy, inventory: Inventory | list[OwnedPart], policy_dir: str, out_dir: str) -> bytes:
