@@ -1462,3 +1462,19 @@ def test_a_forked_childs_writes_are_weighed(tmp_path: Path) -> None:
     store.pressure()
     _, since = (int(x) for x in (tmp_path / CACHE_DIRNAME / ".pruned").read_text().split())
     assert 51_000 < since < 52_000, since
+
+
+def test_validate_weighs_then_check_through_the_cli(demo_repo: Path) -> None:
+    """Through the console script: a `validate` that finds the store heavy (a `.pruned` file saying
+    so, as a committed one could) weighs it, and the `check` after it still names exactly what the
+    edit made stale; after a build it passes."""
+    assert run_cli("build", cwd=demo_repo).returncode == 0
+    mutate(demo_repo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    (demo_repo / CACHE_DIRNAME / ".pruned").write_text(f"1 {10**12}\n")
+    assert run_cli("validate", cwd=demo_repo).returncode == 0
+    live, since = (int(x) for x in (demo_repo / CACHE_DIRNAME / ".pruned").read_text().split())
+    assert live > 1 and since == 0  # weighed
+    r = run_cli("check", cwd=demo_repo)
+    assert r.returncode == 1 and "out/onprem/kueue/clusterqueue._.vision.yaml" in r.stderr, r.stderr
+    assert run_cli("build", cwd=demo_repo).returncode == 0
+    assert run_cli("check", cwd=demo_repo).returncode == 0
