@@ -87,7 +87,27 @@ def test_sarif_of_a_clean_run_and_of_odd_names() -> None:
     uri = doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert unquote(uri) == f"policies/teams/{HOSTILE} #%.yaml" and not re.search(r"[\s#\x00-\x1f]", uri)
     assert "region" not in doc["runs"][0]["results"][1]["locations"][0]["physicalLocation"]  # no such file
-    assert doc["runs"][0]["results"][2]["level"] == "warning" and "locations" not in doc["runs"][0]["results"][2]
+    # located nowhere: a notification of the run, not a result (GitHub rejects a result without a location)
+    assert len(doc["runs"][0]["results"]) == 2 and all(r["locations"] for r in doc["runs"][0]["results"])
+    [note] = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert note["level"] == "warning" and note["message"]["text"] == "no CRDs"
+    rules = doc["runs"][0]["tool"]["driver"]["rules"]
+    assert rules[note["associatedRule"]["index"]]["id"] == note["associatedRule"]["id"] == "VERIFY900"
+
+
+def test_sarif_of_a_newer_kubernetes_locates_every_result(demo_repo: Path) -> None:
+    """A cluster on a Kubernetes newer than the bundled schemas (VERIFY013, for it and for the ArgoCD
+    objects that take the highest version): every result is located on the fleet file's
+    ``kubernetesVersion``, so the upload keeps them all."""
+    fleet = demo_repo / "policies" / "fleet.yaml"
+    fleet.write_text(fleet.read_text().replace('kubernetesVersion: "1.34"', 'kubernetesVersion: "1.40"', 1))
+    doc = json.loads(run_cli("build", "--format", "sarif", cwd=demo_repo).stdout)
+    assert_valid_sarif(doc)
+    found = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "VERIFY013"]
+    line = next(i for i, text in enumerate(fleet.read_text().splitlines(), 1) if '"1.40"' in text)
+    assert len(found) == 2 and all(r["locations"][0]["physicalLocation"]["region"]["startLine"] == line for r in found)
+    assert all(r["locations"] for r in doc["runs"][0]["results"])
+    assert not doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
 
 
 # -- JUnit ----------------------------------------------------------------------------------------

@@ -10,6 +10,11 @@ GitHub code scanning needs a ``region.startLine`` on every result it shows in a 
 (``microsoft/sarif-sdk`` rule GH1003, ``src/Sarif.Multitool.Library/Rules/GH1003.ProvideRequiredRegionProperties.cs``):
 findings about a whole file arrive here placed at the document start
 (``render.place_file_findings``); a finding about a file that does not exist keeps no region.
+A result without any location makes the upload fail, the run's other results with it ("expected
+at least one location": github/codeql-action issues 1738 and 2459), so a finding located nowhere
+is a tool notification of the run's invocation instead (``toolExecutionNotifications``, SARIF
+3.20.21), which code scanning does not show but does not reject; gpupolicy's own findings all
+have a file (the Kubernetes version findings name the fleet file's ``kubernetesVersion``).
 Validated against the OASIS schema (errata01) in tests/test_formats.py.
 """
 
@@ -58,7 +63,7 @@ def _unregistered(code: str) -> dict[str, Any]:
 def _result(d: Diagnostic, index: int) -> dict[str, Any]:
     text = d.message + (f" (hint: {d.hint})" if d.hint else "")
     out: dict[str, Any] = {"ruleId": d.code, "ruleIndex": index, "level": LEVELS[d.severity], "message": {"text": text}}
-    if d.location is not None and d.location.file:
+    if d.location is not None:
         physical: dict[str, Any] = {"artifactLocation": {"uri": quote(d.location.file, safe="/"), "uriBaseId": SRCROOT}}
         if d.location.line > 0:
             physical["region"] = {"startLine": d.location.line, "startColumn": max(d.location.col, 1)}
@@ -82,6 +87,19 @@ def sarif_log(diags: Sequence[Diagnostic]) -> dict[str, Any]:
             "tool": {"driver": {"name": "gpupolicy", "version": _version(), "informationUri": HOMEPAGE,
                                 "rules": rules}},
             "columnKind": "unicodeCodePoints",  # columns count characters, as the YAML loader does
-            "results": [_result(d, index[d.code]) for d in diags],
+            "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": [
+                _notification(d, index[d.code]) for d in diags if not _located(d)]}],
+            "results": [_result(d, index[d.code]) for d in diags if _located(d)],
         }],
     }
+
+
+def _located(d: Diagnostic) -> bool:
+    return d.location is not None and bool(d.location.file)
+
+
+def _notification(d: Diagnostic, index: int) -> dict[str, Any]:
+    """A finding located nowhere, as a notification naming its rule (``associatedRule``)."""
+    text = d.message + (f" (hint: {d.hint})" if d.hint else "")
+    return {"level": LEVELS[d.severity], "message": {"text": text},
+            "associatedRule": {"id": d.code, "index": index}}

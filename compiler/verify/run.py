@@ -45,11 +45,14 @@ class Verifier:
     def __init__(self, policy: Policy, crds: Path | None, *, strict: bool) -> None:
         self.registry = None if crds is None else _registry(str(crds.resolve()))
         self.versions = {c.name: c.kubernetes_version for c in policy.fleet.spec.clusters}
+        self.version_at = {c.name: policy.fleet_src.locate(("spec", "clusters", i, "kubernetesVersion"))
+                           for i, c in enumerate(policy.fleet.spec.clusters)}
         self.strict = strict
 
     def __call__(self, manifests: list[Manifest], rendered: Callable[[str], bytes | None]
                  ) -> tuple[list[Diagnostic], VerifyStats]:
-        result = verify(manifests, kube_versions=self.versions, crds=self.registry, strict=self.strict)
+        result = verify(manifests, kube_versions=self.versions, crds=self.registry, strict=self.strict,
+                        version_at=self.version_at)
         return add_lines(result.diagnostics, rendered), result.stats
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 import compiler.verify.rules as R
-from compiler.diagnostics import Diagnostic, Severity, has_errors
+from compiler.diagnostics import Diagnostic, Location, Severity, has_errors
 from compiler.model.manifest import Manifest
 from compiler.verify.builtin import (
     ResolvedVersion,
@@ -46,11 +46,16 @@ class VerifyResult:
 
 
 class _Versions:
-    """Kubernetes version per cluster; ``argocd`` objects use the highest version given."""
+    """Kubernetes version per cluster; ``argocd`` objects use the highest version given. A finding
+    about a cluster's version is placed where ``version_at`` says the version is written (the
+    fleet file's ``kubernetesVersion``): a finding without a location is one GitHub's SARIF upload
+    rejects, with every other finding of the run (``compiler.cli.sarif``)."""
 
-    def __init__(self, kube_versions: Mapping[str, str], diagnostics: list[Diagnostic]) -> None:
+    def __init__(self, kube_versions: Mapping[str, str], diagnostics: list[Diagnostic],
+                 version_at: Mapping[str, Location] | None = None) -> None:
         self.given = {k: str(v) for k, v in kube_versions.items()}
         self.diagnostics = diagnostics
+        self.at = version_at or {}
         self.cache: dict[str, ResolvedVersion | None] = {}
 
     def for_cluster(self, cluster: str) -> ResolvedVersion | None:
@@ -61,27 +66,28 @@ class _Versions:
             candidates = [r for r in (resolve(v) for v in self.given.values()) if r]
             requested = max(candidates, key=lambda r: r.bundled).requested if candidates else None
         resolved = resolve(requested) if requested is not None else None
+        at = self.at.get(cluster) or next((self.at.get(c) for c, v in self.given.items() if v == requested), None)
         if requested is None:
             self.diagnostics.append(R.NO_KUBE_VERSION.diag(
                 f"cluster {cluster!r} has no Kubernetes version; its built-in objects are not checked "
-                f"(known: {sorted(self.given) or 'none'})"))
+                f"(known: {sorted(self.given) or 'none'})", at))
         elif resolved is None:
             self.diagnostics.append(R.NO_KUBE_VERSION.diag(
-                f"cluster {cluster!r}: cannot read Kubernetes version {requested!r} (expected e.g. '1.34')"))
+                f"cluster {cluster!r}: cannot read Kubernetes version {requested!r} (expected e.g. '1.34')", at))
         elif not resolved.exact:
             newest = bundled_versions()[-1]
             self.diagnostics.append(R.NEAREST_SCHEMAS.diag(
                 f"cluster {cluster!r}: no bundled schemas for Kubernetes {requested}; using {resolved.label} "
-                f"(bundled: 1.{bundled_versions()[0][1]}..{newest[0]}.{newest[1]})"))
+                f"(bundled: 1.{bundled_versions()[0][1]}..{newest[0]}.{newest[1]})", at))
         self.cache[cluster] = resolved
         return resolved
 
 
 class _Verifier:
     def __init__(self, kube_versions: Mapping[str, str], crds: CrdRegistry | None, strict: bool,
-                 python_backend: bool) -> None:
+                 python_backend: bool, version_at: Mapping[str, Location] | None = None) -> None:
         self.result = VerifyResult()
-        self.versions = _Versions(kube_versions, self.result.diagnostics)
+        self.versions = _Versions(kube_versions, self.result.diagnostics, version_at)
         self.crds = crds
         self.strict = strict
         self.python_backend = python_backend
@@ -179,9 +185,11 @@ def verify(
     strict: bool = False,
     *,
     python_backend: bool = False,
+    version_at: Mapping[str, Location] | None = None,
 ) -> VerifyResult:
-    """Check every manifest; see the module docstring. ``strict`` makes unknown kinds errors.
+    """Check every manifest; see the module docstring. ``strict`` makes unknown kinds errors;
+    ``version_at``: where each cluster's Kubernetes version is written (``_Versions``).
 
     ``python_backend=True`` validates with the pure-Python ``jsonschema`` (slow; for comparison).
     """
-    return _Verifier(kube_versions, crds, strict, python_backend).run(manifests)
+    return _Verifier(kube_versions, crds, strict, python_backend, version_at).run(manifests)
