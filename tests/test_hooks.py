@@ -171,7 +171,7 @@ def test_actions_are_pinned_and_scripts_take_no_expressions(path: Path) -> None:
     text = path.read_text()
     steps = _steps(yaml.safe_load(text))
     for ref in (s["uses"] for s in steps if "uses" in s):
-        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), f"{ref} is not pinned by a commit SHA"
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+(/[\w.-]+)*@[0-9a-f]{40}", ref), f"{ref} is not pinned by a commit SHA"
     for line in text.splitlines():
         if "uses:" in line and not line.lstrip().startswith("#"):
             assert re.search(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$", line), f"no version comment: {line.strip()}"
@@ -198,6 +198,21 @@ def test_workflow_runs_the_checks_and_hands_the_diff_on() -> None:
     assert pr_job["permissions"] == {"contents": "read"}, "the job running the PR's code must hold no write token"
     upload = next(s for s in pr_job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["name"] == "gpupolicy-diff" and "pr-number" in upload["with"]["path"]
+
+
+def test_main_uploads_the_findings_to_code_scanning_when_asked() -> None:
+    """On main only (merged code), opt-in by a repository variable: the SARIF of `validate`, uploaded
+    with the one write permission it needs; the pull request job holds none (above)."""
+    wf = yaml.safe_load(WORKFLOW.read_text())
+    job = wf["jobs"]["main"]
+    assert job["if"] == "github.event_name == 'push'"
+    assert job["permissions"] == {"contents": "read", "security-events": "write"}
+    sarif = next(s for s in job["steps"] if "--format sarif" in s.get("run", ""))
+    upload = next(s for s in job["steps"] if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
+    for step in (sarif, upload):
+        assert step["if"] == "always() && vars.GPUPOLICY_CODE_SCANNING == 'true'"
+    assert upload["with"]["sarif_file"] == "${{ runner.temp }}/gpupolicy.sarif" and "gpupolicy.sarif" in sarif["run"]
+    assert job["steps"].index(sarif) < job["steps"].index(upload)
 
 
 def test_comment_workflow_runs_nothing_from_the_pull_request() -> None:
