@@ -213,11 +213,11 @@ def _add_exact(owned: dict[str, list[str]], singles: list[tuple[tuple[str, str |
                globbed: Mapping[tuple[str, str], str], others: set[str], out: str) -> None:
     """Each team's exact paths outside its globbed namespaces, after its patterns: one for every
     cluster where no other file has the path's rest."""
-    rest_teams: dict[str, set[str]] = defaultdict(set)  # rest -> the teams owning a file there
+    rest_team: dict[str, str] = {}  # rest -> the team owning every file there ("" for several teams)
     for _, rows in singles:
         for relpath, team, _ in rows:
             if (rest := rest_of(relpath)) is not None:
-                rest_teams[rest].add(team)
+                rest_team[rest] = team if rest_team.get(rest, team) == team else ""
     exact: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for (cluster, namespace), rows in singles:
         if not (namespace and (cluster, namespace) in globbed):
@@ -229,7 +229,7 @@ def _add_exact(owned: dict[str, list[str]], singles: list[tuple[tuple[str, str |
         lines = []
         for relpath, _, escaped in rows:
             rest = rest_of(relpath)
-            if rest is not None and rest not in others and len(rest_teams[rest]) == 1:
+            if rest is not None and rest not in others and rest_team[rest] == team:
                 every.add((escaped or codeowners_path(relpath)).split("/", 1)[1])
             else:
                 lines.append(f"/{out}/{escaped or codeowners_path(relpath)}")
