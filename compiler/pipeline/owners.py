@@ -96,9 +96,9 @@ class FleetShares:
                 if name is not None:
                     self.rows_by_name[name].append((where, row))
                     self.names_of[row[1]].add(name)
-        self.others_by_name: dict[Key, dict[str, str]] = defaultdict(dict)
+        self.others_by_name: dict[Key, list[str]] = defaultdict(list)  # name -> the paths bearing it
         for rest, name in others.items():
-            self.others_by_name[name][rest] = name
+            self.others_by_name[name].append(rest)
 
     def share(self, team: str, unit_names: list[Key]) -> tuple[OwnedPart, set[Key]]:
         """What of the fleet's part the team's section reads, and the names it bears: the fleet's
@@ -113,7 +113,7 @@ class FleetShares:
                     single.setdefault(where, []).append(row)
         for rows in single.values():
             rows.sort()
-        others = {rest: n for name in read for rest, n in self.others_by_name.get(name, {}).items()}
+        others = {rest: name for name in read for rest in self.others_by_name.get(name, ())}
         return ({k: self.by_ns[k] for k in keys}, {k: self.kinds[k] for k in keys if k in self.kinds}, single,
                 others), read
 

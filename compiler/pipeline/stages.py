@@ -47,8 +47,8 @@ from compiler.pipeline.policy_unit import (
     stored_part,
 )
 from compiler.pipeline.run import PolicyInput, Run
-from compiler.pipeline.tables import ParsedCrds, render_fleet, team_table, verify_objects
-from compiler.pipeline.units import RepoFile, StoredFragments, kept, repo_file, team_names
+from compiler.pipeline.tables import ParsedCrds, render_fleet, verify_objects
+from compiler.pipeline.units import RepoFile, StoredFragments, kept, repo_file, team_names, team_table_key
 from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import check_manifests
 from compiler.report.codeowners import OwnedPart, check_size, owned_part, render_codeowners
@@ -345,7 +345,7 @@ def new_unit(run: Run, key: str, team_path: str, flat: list[Manifest], inventory
         stats = stats_out(verified)
     elif run.verifier is not None:
         parts: list[StatsRecord] = []
-        diags = verify_objects(run, flat, files, parts, team_table(run, team_path))
+        diags = verify_objects(run, flat, files, parts, team_table_key(run.fp, team_path))
         stats = stats_total(parts)
     # the inventory's record only to store it: without a store it would be a second copy of the
     # unit's rows (marshalled) beside the merged inventory's, ~70 MB at 10,000 teams

@@ -18,7 +18,6 @@ from compiler.diagnostics import Diagnostic
 from compiler.emit.tree import render_manifest
 from compiler.model.manifest import Manifest
 from compiler.pipeline.run import Run
-from compiler.pipeline.units import team_table_key
 
 
 def render_fleet(run: Run, fresh: list[Manifest]) -> dict[str, bytes]:
@@ -92,8 +91,3 @@ def verify_objects(run: Run, fresh: list[Manifest], rendered: dict[str, bytes],
     if kept.keys() != table.keys():
         run.store.put("verified", table_key, kept)
     return diags
-
-
-def team_table(run: Run, team_path: str) -> str:
-    """The key of a team's table of verified objects (``verify_objects``)."""
-    return team_table_key(run.fp, team_path)

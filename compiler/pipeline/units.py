@@ -98,7 +98,7 @@ def fleet_input_key(fp: str, inputs: list[PolicyInput]) -> str | None:
 
 
 def team_table_key(fp: str, team_path: str) -> str:
-    """The key of a team's table of verified objects (``compiler.pipeline.tables.team_table``)."""
+    """The key of a team's table of verified objects (``compiler.pipeline.tables.verify_objects``)."""
     return digest(fp, "team", team_path)
 
 

@@ -15,10 +15,11 @@ from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, defi
 from compiler.load.source import SourceFile, YamlPath
 from compiler.policy.cuts import cut_mode
 from compiler.policy.graph import Policy, Team, serving_namespace
-from compiler.policy.memo import per_policy
 from compiler.policy.multikueue_topology import is_manager
+from compiler.policy.priorities import tiers_by_name
 from compiler.validate.cascade import unresolved
 from compiler.validate.related import related
+from compiler.validate.teams import data_classes_by_name
 
 DUPLICATE = define(
     "FLEET001", "Names are unique within their kind (clusters, pools of a cluster, departments, "
@@ -246,7 +247,7 @@ def team_references(policy: Policy, team: Team) -> Iterator[Diagnostic]:
     """A team's references: its department, priority and allowed priorities, data classes, its
     budgets' clusters and GPU classes, its namespaces' clusters, and its serving deployments'
     clusters, pools and data classes."""
-    priorities, dclasses = _fleet_names(policy)
+    priorities, dclasses = tiers_by_name(policy), data_classes_by_name(policy)
     t, src = team.model, team.src
     clusters = policy.clusters
     if t.spec.department not in policy.departments:
@@ -290,13 +291,6 @@ def team_references(policy: Policy, team: Team) -> Iterator[Diagnostic]:
         if s.data_class not in t.spec.data_classes:
             yield UNKNOWN_REF.diag(f"serving {s.name!r} handles data class {s.data_class!r}, which the team "
                                    "does not declare", src.locate(base + ("dataClass",)))
-
-
-@per_policy
-def _fleet_names(policy: Policy) -> tuple[set[str], set[str]]:
-    """The fleet's priority tiers and data classes (asked once per team; read only)."""
-    spec = policy.fleet.spec
-    return {p.name for p in spec.priorities}, {d.name for d in spec.data_classes}
 
 
 def _choices(value: str, options: object) -> str | None:

@@ -94,7 +94,8 @@ def check_isolation(policy: Policy, team: Team) -> Iterator[Diagnostic]:
 
 
 @per_policy
-def _data_classes(policy: Policy) -> dict[str, DataClass]:
+def data_classes_by_name(policy: Policy) -> dict[str, DataClass]:
+    """The fleet's data classes by name (one dict per policy; callers only read it)."""
     return {d.name: d for d in policy.fleet.spec.data_classes}
 
 
@@ -103,7 +104,7 @@ def check_residency(policy: Policy, team: Team) -> Iterator[Diagnostic]:
     t = team.model
     if not t.spec.data_classes:
         return
-    dclasses = _data_classes(policy)
+    dclasses = data_classes_by_name(policy)
     allowed_by = [dclasses[dc].residency for dc in t.spec.data_classes if dc in dclasses]
     fine: dict[str, bool] = {}  # residency -> every data class allows it (a team budgets ~10 times)
     for i, b, _cls in _budget_classes(policy, team):
