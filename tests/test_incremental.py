@@ -463,6 +463,11 @@ def _codeowners_cases(tmp_path: Path) -> list[Path]:
 
     generate(40, 4, tmp_path / "org")
     roots = [copy_demo(tmp_path), tmp_path / "org"]
+    named = copy_demo(tmp_path / "named")  # namespaces named like a class and like an ArgoCD Application
+    vision = named / "policies" / "teams" / "vision.yaml"
+    vision.write_text(vision.read_text().replace("  namespaces:\n", "  namespaces:\n    - {name: a100-80gb-mig-3g, "
+                                                 "clusters: [onprem]}\n    - {name: gpupolicy-onprem-kueue, clusters: [onprem]}\n", 1))
+    roots.append(named)
     for case in CASES:
         shutil.copytree(GOLDEN / case / "policies", tmp_path / case / "policies")
         roots.append(tmp_path / case)
@@ -477,7 +482,7 @@ def test_codeowners_from_unit_parts_equals_the_whole_inventory(tmp_path: Path, c
     from compiler.load.paths import display_path
     from compiler.lower import lower_team
     from compiler.model.inventory import Inventory
-    from compiler.report.codeowners import merged_outputs, owned_part, render_codeowners, team_outputs
+    from compiler.report.codeowners import delivery_rows, merged_outputs, owned_part, render_codeowners, team_outputs
 
     for root in _codeowners_cases(tmp_path):
         opts = _opts(root, verify=False)
@@ -485,7 +490,7 @@ def test_codeowners_from_unit_parts_equals_the_whole_inventory(tmp_path: Path, c
         policy = res.policy
         assert policy is not None and not res.failed, root
         whole = render_codeowners(policy, Inventory.of(res.manifests), display_path(opts.policy_dir, root),
-                                  display_path(opts.out_dir, root))
+                                  display_path(opts.out_dir, root), delivery_rows(res.manifests))
         assert res.repo_files[".github/CODEOWNERS"] == whole, root
         for team in policy.teams:
             for c in sorted(policy.clusters):
@@ -771,29 +776,30 @@ def test_codeowners_sections_are_kept_and_checked(demo: Path, monkeypatch: pytes
     assert owners.codeowners_of(store, policy, fleet_part, {}, keys, *shown) == whole(fleet_part, parts)
     # the fleet's part gives a team one more file: that team's section is rendered again
     team, key = keys[0]
-    by_ns, kinds, single, others = fleet_part
+    by_ns, kinds, single, others, dotted = fleet_part
     extra = {**single, ("x", None): [("x/kueue/clusterqueue._.extra.yaml", team.name, "x/kueue/clusterqueue._.extra.yaml")]}
     rendered.clear()
-    got = owners.codeowners_of(store, policy, (by_ns, kinds, extra, others), {}, keys, *shown)
-    assert got == whole((by_ns, kinds, extra, others), parts) and rendered == [team.name]
+    got = owners.codeowners_of(store, policy, (by_ns, kinds, extra, others, dotted), {}, keys, *shown)
+    assert got == whole((by_ns, kinds, extra, others, dotted), parts) and rendered == [team.name]
     assert b"/out/*/kueue/clusterqueue._.extra.yaml" in got  # no other file there: one line, every cluster
     # ... and a fleet file of no one team at that path on another cluster: the team's line names its cluster
     rendered.clear()
-    fleet3 = (by_ns, kinds, extra, {**others, "kueue/clusterqueue._.extra.yaml": "kueue/clusterqueue._.extra.yaml"})
+    fleet3 = (by_ns, kinds, extra, {**others, "kueue/clusterqueue._.extra.yaml": "kueue/clusterqueue._.extra.yaml"},
+              dotted)
     got = owners.codeowners_of(store, policy, fleet3, {}, keys, *shown)
     assert got == whole(fleet3, parts) and rendered == [team.name]
     assert b"/out/x/kueue/clusterqueue._.extra.yaml" in got and b"/out/*/kueue/clusterqueue._.extra" not in got
     # another unit's files in a team's namespace: no section holds, every part is merged
     (_, k0), (_, k1) = keys[0], keys[1]
     ns_key = sorted(parts[k0][0])[0]
-    u_ns, u_kinds, u_single, u_others = parts[k1]
-    parts[k1] = ({**u_ns, ns_key: {None}}, u_kinds, u_single, u_others)
+    u_ns, u_kinds, u_single, u_others, u_dotted = parts[k1]
+    parts[k1] = ({**u_ns, ns_key: {None}}, u_kinds, u_single, u_others, u_dotted)
     assert owners.codeowners_of(store, policy, fleet_part, {k1: parts[k1]}, keys, *shown) == whole(fleet_part, parts)
     # ... or in a namespace of that name on another cluster (FLEET004 allows it): the same, and
     # neither team's line stands for every cluster
     elsewhere = ("elsewhere", ns_key[1])
     folder = {("kueue", "localqueue", f"elsewhere/kueue/localqueue.{ns_key[1]}.")}
-    parts[k1] = ({**u_ns, elsewhere: {keys[1][0].name}}, {**u_kinds, elsewhere: folder}, u_single, u_others)
+    parts[k1] = ({**u_ns, elsewhere: {keys[1][0].name}}, {**u_kinds, elsewhere: folder}, u_single, u_others, u_dotted)
     got = owners.codeowners_of(store, policy, fleet_part, {k1: parts[k1]}, keys, *shown)
     assert got == whole(fleet_part, parts) and f"/out/elsewhere/kueue/localqueue.{ns_key[1]}.*.yaml".encode() in got
     assert f"/out/*/kueue/localqueue.{ns_key[1]}.".encode() not in got
@@ -801,19 +807,32 @@ def test_codeowners_sections_are_kept_and_checked(demo: Path, monkeypatch: pytes
     # (with blocks of 2, its block whole), does not hold either; only the team's side sees it
     given = ("onprem", "given-ns")
     folder = {("kueue", "localqueue", "onprem/kueue/localqueue.given-ns.")}
-    fleet2 = ({**by_ns, given: {team.name}}, {**kinds, given: folder}, single, others)
-    parts[k1] = (u_ns, u_kinds, u_single, u_others)
+    fleet2 = ({**by_ns, given: {team.name}}, {**kinds, given: folder}, single, others, {**dotted, "given-ns": team.name})
+    parts[k1] = (u_ns, u_kinds, u_single, u_others, u_dotted)
     assert owners.codeowners_of(store, policy, fleet2, {}, keys, *shown) == whole(fleet2, parts)
-    parts[k1] = ({**u_ns, given: {keys[1][0].name}}, {**u_kinds, given: folder}, u_single, u_others)
+    parts[k1] = ({**u_ns, given: {keys[1][0].name}}, {**u_kinds, given: folder}, u_single, u_others, u_dotted)
     got = owners.codeowners_of(store, policy, fleet2, {k1: parts[k1]}, keys, *shown)
-    assert got == whole(fleet2, parts) and b"localqueue.given-ns.*.yaml" not in got
+    assert got == whole(fleet2, parts) and b"localqueue.given-ns.*.yaml" not in got and b".given-ns." not in got
+    # another unit's object named with a team's namespace name as a dotted part: that namespace's line
+    # for every kind would match it, so no section holds, and the namespace has a line per kind
+    parts[k1] = (u_ns, u_kinds, u_single, u_others, {**u_dotted, ns_key[1]: keys[1][0].name})
+    got = owners.codeowners_of(store, policy, fleet_part, {k1: parts[k1]}, keys, *shown)
+    assert got == whole(fleet_part, parts)
+    assert f"/*/*.{ns_key[1]}.*yaml".encode() not in got and f".{ns_key[1]}.*.yaml".encode() in got
+    # ... and the same name borne by a fleet file alone: the team's section is rendered again
+    parts[k1] = (u_ns, u_kinds, u_single, u_others, u_dotted)
+    fleet4 = (by_ns, kinds, single, others, {**dotted, ns_key[1]: None})
+    rendered.clear()
+    got = owners.codeowners_of(store, policy, fleet4, {}, keys, *shown)
+    assert got == whole(fleet4, parts) and f"/*/*.{ns_key[1]}.*yaml".encode() not in got
+    assert rendered == [keys[0][0].name], rendered
 
 
 def test_a_namespace_name_two_teams_use_through_the_store(demo: Path) -> None:
     """CODEOWNERS through the store (kept sections, blocks and parts) equals an empty store's as a
     team takes another team's namespace name on another cluster (FLEET004 allows it: both teams'
-    lines for it name their clusters), edits its budget meanwhile, and gives the name back (one
-    line for every cluster again); ``_check`` compares every file with an empty store's."""
+    lines for it name their clusters and kinds), edits its budget meanwhile, and gives the name back
+    (one line for every cluster and kind again); ``_check`` compares every file with an empty store's."""
     _check(demo, "none")
     owners = demo / ".github" / "CODEOWNERS"
 
@@ -828,7 +847,7 @@ def test_a_namespace_name_two_teams_use_through_the_store(demo: Path) -> None:
     assert codeowners(_check(demo, "partial")) == text
     mutate(demo, "teams/vision.yaml", "    - {name: interns-sandbox, clusters: [onprem]}\n", "")
     text = codeowners(_check(demo, "partial"))
-    assert "/out/*/kueue/localqueue.interns-sandbox.*.yaml @acme/ml-interns" in text and "@acme/vision" not in [
+    assert "/out/*/*/*.interns-sandbox.*yaml @acme/ml-interns" in text and "@acme/vision" not in [
         ln.split(" ")[1] for ln in text.splitlines() if "interns-sandbox" in ln]
     assert not owners.exists()  # compile_policies writes nothing: the files compared are the results'
 
@@ -845,10 +864,10 @@ def _fleet_part(res: Result, policy: Any) -> Any:
     """The fleet-scope files' part of CODEOWNERS, as the pipeline computes it."""
     from compiler.lower import lower_cluster
     from compiler.model.inventory import Inventory
-    from compiler.report.codeowners import owned_part
+    from compiler.report.codeowners import delivery_rows, owned_part
 
     fresh = [m for c in sorted(policy.clusters) for m in lower_cluster(policy, c)]
-    return owned_part(Inventory.of(fresh).files, {t.path: t.name for t in policy.teams})
+    return owned_part([*Inventory.of(fresh).files, *delivery_rows(res.manifests)], {t.path: t.name for t in policy.teams})
 
 
 def test_fleet_scope_verdict_is_kept_by_the_fleet_file(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:

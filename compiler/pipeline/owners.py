@@ -11,14 +11,17 @@ folder of its cluster-scoped files), those of the fleet's files the team owns al
 the run, once it has lowered and verified everything else and would wait for the rules' process
 (``Run.meanwhile``), reads each team's section and uses it as long as the fleet's share for the
 team is the one it was rendered with (a digest kept with it) and no other unit's files bear one of
-those names (a team using another's namespace name on another cluster, which FLEET004 allows, or a
-namespace claimed twice, its error: the file is right either way, such a run merges every part, as
-without a store). A part or section missing from the store (an entry pruned meanwhile) is computed
+those names (``bears``: a file bears its namespace, its path below the cluster's folder and the
+dot-separated parts of its file name, which a namespace's line for every kind may match): a team
+using another's namespace name on another cluster, which FLEET004 allows, an object named with
+another team's namespace name, or a namespace claimed twice, its error. The file is right either
+way: such a run merges every part, as without a store. A part or section missing from the store (an entry pruned meanwhile) is computed
 from the team's objects, exactly as the parent computes it (``unit_owners``).
 
 The sections are also kept a block of teams at a time (``_Sections``), and the file by its header and
 blocks (``codeowners_kept``): at 5,000 teams reading 5,000 sections, joining, encoding and hashing the
-41 MB file (as it then was: 8.6 MB since a line stands for every cluster) were ~0.55 s of this
+41 MB file (as it then was: 8.6 MB since a line stands for every cluster, 2.2 MB since one stands for
+every kind) were ~0.55 s of this
 process's critical path after a one-team edit; `validate` there 3.42 -> 2.93 s (medians of 6
 interleaved rounds, bench/README.md).
 """
@@ -57,19 +60,27 @@ def unit_owners(inventory: Inventory, team: Team) -> OwnedPart:
 
 def stored_part(store: Store, key: str) -> OwnedPart | None:
     value = store.get("owners", key)
-    return value if isinstance(value, tuple) and len(value) == 4 else None
+    return value if isinstance(value, tuple) and len(value) == 5 else None
 
 
 def names(part: OwnedPart) -> set[Key]:
-    """The names a part's files bear (``compiler.report.codeowners.name_of``): the lines of its
-    teams depend on the other files bearing them alone."""
-    by_ns, _, single, others = part
+    """The names a part's team lines depend on (``compiler.report.codeowners.name_of``): they
+    depend on the other files bearing them alone (``bears``)."""
+    by_ns, _, single, others, _ = part
     found = {ns for _, ns in by_ns}
     for (_, namespace), rows in single.items():
         if namespace is None:
             found.update(n for relpath, _, _ in rows if (n := name_of(None, relpath)) is not None)
     found.update(others.values())
     return found
+
+
+def bears(part: OwnedPart) -> set[Key]:
+    """The names a part's files bear: those its lines depend on (``names``) and the dotted names
+    of its files (a namespace's line for every cluster matches a file bearing its name as one).
+    Names of objects many teams share (a class's, ``a100-80gb-mig-1g``) are borne by many units
+    but read by a section only when a team's namespace is so named."""
+    return names(part).union(part[4])
 
 
 Rows = dict[tuple[str, str | None], list[tuple[str, str, str]]]
@@ -79,7 +90,7 @@ class FleetShares:
     """The fleet-scope files' part, indexed by name and by team (``share``)."""
 
     def __init__(self, fleet: OwnedPart) -> None:
-        self.by_ns, self.kinds, single, others = fleet
+        self.by_ns, self.kinds, single, others, self.dotted = fleet
         self.keys_by_name: dict[Key, list[tuple[str, str]]] = defaultdict(list)
         self.names_of: dict[str, set[Key]] = defaultdict(set)  # team -> names the fleet's files give it
         for key, owners in self.by_ns.items():
@@ -114,17 +125,19 @@ class FleetShares:
         for rows in single.values():
             rows.sort()
         others = {rest: name for name in read for rest in self.others_by_name.get(name, ())}
+        dotted = {name: self.dotted[name] for name in read if name in self.dotted}
         return ({k: self.by_ns[k] for k in keys}, {k: self.kinds[k] for k in keys if k in self.kinds}, single,
-                others), read
+                others, dotted), read
 
 
 def _signature(share: OwnedPart, policy_dir: str, out_dir: str) -> str:
     """A digest of a share, the same for equal shares in any process (sets sorted: their order
     follows the per-process string hash)."""
-    by_ns, kinds, single, others = share
+    by_ns, kinds, single, others, dotted = share
     canonical = (sorted(((k, sorted(v, key=repr)) for k, v in by_ns.items()), key=repr),
                  sorted(((k, sorted(v)) for k, v in kinds.items()), key=repr),
-                 sorted(((k, sorted(v)) for k, v in single.items()), key=repr), sorted(others.items()))
+                 sorted(((k, sorted(v)) for k, v in single.items()), key=repr), sorted(others.items()),
+                 sorted(dotted.items(), key=repr))
     return digest(policy_dir, out_dir, marshal.dumps(canonical))
 
 
@@ -147,7 +160,7 @@ def codeowners_kept(store: Store, policy: Policy, fleet_part: OwnedPart, known: 
     """``codeowners_of`` kept as a repository file (``repo_file``), without the file when it is
     the one an earlier run kept: the header and every block's text the same (kind ``ownfile``,
     keyed by the header and the blocks' digests). A one-team edit that changes no owner (most
-    do) then neither joins, encodes nor hashes the file (8.6 MB at 5,000 teams)."""
+    do) then neither joins, encodes nor hashes the file (2.2 MB at 5,000 teams)."""
     sections = _Sections(store, policy, fleet_part, known, keys, policy_dir, out_dir)
     chunks = sections.chunks()
     if chunks is None:
@@ -204,12 +217,14 @@ class _Sections:
                                  *self.dirs)
 
     def section(self, team: Team, key: str) -> Any:
-        """A team's stored section (its names, its share's signature, its text), or its
-        names alone when the store lacks it or the run computed its unit."""
+        """A team's stored section (the names its unit's files bear, those its lines depend on,
+        its share's signature, its text), or its names alone when the store lacks it or the run
+        computed its unit."""
         entry = None if key in self.parts else self.store.get("ownsec", key)
-        if isinstance(entry, tuple) and len(entry) == 3:
+        if isinstance(entry, tuple) and len(entry) == 4:
             return entry
-        return sorted(names(self.part_of(team, key))), None, None
+        part = self.part_of(team, key)
+        return sorted(bears(part)), sorted(names(part)), None, None
 
     def joined(self, header: str, chunks: list[Chunk]) -> bytes:
         """The file: the header, then the blocks' texts (every part merged if one is gone)."""
@@ -261,16 +276,16 @@ class _Sections:
     def _checked(self, team: Team, key: str, entry: Any, count: Counter[Key]) -> tuple[str | None, list[Key]]:
         """A team's section, rendered again unless its stored text was rendered with the share it
         has now, and the names it read (``names``); no text when another unit's files bear one."""
-        unit_names, sig, text = entry
-        share, bears = self.shares.share(team.name, unit_names)
-        read = sorted(bears)
-        if _shared(count, unit_names, read):
+        borne, unit_names, sig, text = entry
+        share, given = self.shares.share(team.name, unit_names)
+        read = sorted(given)
+        if _shared(count, borne, read):
             return None, read
         now = _signature(share, *self.dirs)
         if sig != now or not isinstance(text, str):
             part = self.part_of(team, key)
             text = team_section(self.policy, team, merged_outputs([share, part], self.dirs[1]).get(team.name, []))
-            self.store.put("ownsec", key, (unit_names, now, text))
+            self.store.put("ownsec", key, (borne, unit_names, now, text))
         return text, read
 
     def _text(self, block: list[tuple[Team, str]], cdigest: str) -> str | None:

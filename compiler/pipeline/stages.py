@@ -51,7 +51,7 @@ from compiler.pipeline.tables import ParsedCrds, render_fleet, verify_objects
 from compiler.pipeline.units import RepoFile, StoredFragments, kept, repo_file, team_names, team_table_key
 from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import check_manifests
-from compiler.report.codeowners import OwnedPart, check_size, owned_part, render_codeowners
+from compiler.report.codeowners import OwnedPart, check_size, delivery_rows, owned_part, render_codeowners
 from compiler.report.gitops import argocd_reports
 from compiler.report.policy_report import REPORT_PARTS, policy_reports
 from compiler.validate.relations import check_output_path
@@ -140,14 +140,12 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
             run.verifier.registry.remember(None if run.store.off else ParsedCrds(run.store))
     cohorts = kept_cohorts(run, policy, left, inventory)
     shown_policies, shown_out = display_path(opts.policy_dir, opts.root), display_path(opts.out_dir, opts.root)
-    records, unit_keys, runtime_parts, owners = team_units(run, policy, inventory, shown_policies, shown_out)
+    records, unit_keys, runtime_parts, owned = team_units(run, policy, inventory)
     argocd = lower_delivery(policy, inventory)
     fresh += argocd
     run.policy = policy
     run.lowered = fresh + run.kept
-    if not keep and run.reports:
-        owners = in_child(kept, run.store, render_codeowners, policy, inventory, shown_policies, shown_out)
-        run.children.append(owners)
+    owners = codeowners_job(run, policy, inventory, owned, delivery_rows(argocd), shown_policies, shown_out)
     diags += check_manifests(policy, inventory)
     # OPS: what ArgoCD syncs must also run (the parts in the inventory's order of files)
     diags += check_runtime(policy, fresh, inventory, merge_facts(runtime_parts))
@@ -208,18 +206,42 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
                      inventory.count, stats_sum(stats) if opts.verify else {}, homes, pieces)
 
 
-def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: str,
-               shown_out: str) -> tuple[list[UnitRecord], list[str], list[FileFacts], Pending]:
+Owned = tuple[list[FileRow], dict[str, OwnedPart]]  # the fleet-scope files' rows, the parts computed now
+
+
+def codeowners_job(run: Run, policy: Policy, inventory: Inventory, owned: Owned | None, delivery: list[FileRow],
+                   shown_policies: str, shown_out: str) -> Pending:
+    """CODEOWNERS, to be asked for once the rules are in: with a store, from the fleet-scope
+    files' part (ArgoCD's files among them: ``delivery``) and the units' kept parts and sections,
+    rendered while the run would wait for the rules (``Run.meanwhile``); without one, from the
+    merged inventory in a child; nothing for a diff, which compares out/ only."""
+    if owned is not None:
+        fleet_rows, known = owned
+        fleet_part = owned_part([*fleet_rows, *delivery], {t.path: t.name for t in policy.teams})
+        keys = [(team, run.team_keys[team.path]) for team in policy.teams]
+        owners = Pending(lambda: codeowners_kept(run.store, policy, fleet_part, known, keys, shown_policies, shown_out))
+        run.meanwhile.append(owners)
+    elif run.store.off and run.reports:
+        owners = in_child(kept, run.store, render_codeowners, policy, inventory, shown_policies, shown_out, delivery)
+        run.children.append(owners)
+    else:
+        owners = Pending(lambda: None)
+    return owners
+
+
+def team_units(run: Run, policy: Policy, inventory: Inventory
+               ) -> tuple[list[UnitRecord], list[str], list[FileFacts], Owned | None]:
     """Every team unit, computed or from the store, merged into ``inventory`` in the teams' order,
-    with the OPS model's parts (the fleet-scope files' first) and, with a store, CODEOWNERS to
-    render while the run would wait for the rules (``Run.meanwhile``; without one it reads the
-    merged inventory, in a child the caller starts). Returns the
+    with the OPS model's parts (the fleet-scope files' first) and, with a store and reports, what
+    CODEOWNERS reads besides the store: the fleet-scope files' rows and the parts of the units
+    computed now (the caller renders it while the run would wait for the rules, ``Run.meanwhile``;
+    without a store it reads the merged inventory, in a child the caller starts). Returns the
     records merged, each of one unit or, with a store, of a block of them (``pipeline.blocks``),
     and the units' keys."""
     runtime_parts: list[FileFacts] = [file_facts(inventory.files)]
     records: list[UnitRecord] = []
     keys = [(team, run.team_keys[team.path]) for team in policy.teams]  # hashed with the inputs (Run.run)
-    owners = Pending(lambda: None)  # diff compares out/ only
+    owned: Owned | None = None
     computed: dict[str, Unit] = {}
     if not run.store.off and run.reports:
         # The units missing from the store first; CODEOWNERS reads the other units' parts itself
@@ -232,22 +254,20 @@ def team_units(run: Run, policy: Policy, inventory: Inventory, shown_policies: s
         for team, key in keys:
             if run.shared is None and key not in present:
                 computed[key] = compute_unit(run, policy, team, key, known)
-        fleet_part = owned_part(inventory.files, {t.path: t.name for t in policy.teams})
-        owners = Pending(lambda: codeowners_kept(run.store, policy, fleet_part, known, keys, shown_policies, shown_out))
-        run.meanwhile.append(owners)
+        owned = list(inventory.files), known  # before the units' rows are merged into it
     if not run.store.off and run.shared is None:
         for block in unit_blocks(keys):
             whole, read = unit_block(run, policy, block, computed)
             inventory.merge(Inventory.from_record(whole.inventory, read))
             records.append(whole)
             runtime_parts.append(whole.runtime)
-        return records, [key for _, key in keys], runtime_parts, owners
+        return records, [key for _, key in keys], runtime_parts, owned
     for team, key in keys:  # without a store, or in a diff: no unit was computed above
         rec, rows = unit(run, policy, team, key)
         inventory.merge(rows if isinstance(rows, Inventory) else Inventory.from_record(rec.inventory, rows))
         records.append(rec)
         runtime_parts.append(rec.runtime)
-    return records, [key for _, key in keys], runtime_parts, owners
+    return records, [key for _, key in keys], runtime_parts, owned
 
 
 # A team unit's record with its inventory (computed by this run) or the reader of its rows (stored).

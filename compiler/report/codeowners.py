@@ -35,6 +35,7 @@ from typing import Iterable, Mapping
 from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, define
 from compiler.escape import codeowners_path
 from compiler.model.inventory import FileRow, Inventory
+from compiler.model.manifest import Manifest
 from compiler.policy.cohorts import spare_cohort_files
 from compiler.policy.graph import Policy, Team
 
@@ -44,7 +45,7 @@ GITHUB_MAX_BYTES = 3_000_000
 TOO_LARGE = define(
     "GITOPS403", "The rendered CODEOWNERS is under GitHub's 3 MB limit: over it GitHub does not load the file, "
     "so no team's review is requested or required (the trust boundary between teams is gone).",
-    "# 1,000 teams on 20 clusters: CODEOWNERS 1.7 MB", "# 5,000 teams on 20 clusters: CODEOWNERS 8.6 MB",
+    "# 5,000 teams on 20 clusters: CODEOWNERS 2.2 MB", "# 10,000 teams on 50 clusters: CODEOWNERS 4.5 MB",
     Severity.WARNING, scope=Scope.OUTPUT)
 RULES: tuple[Rule, ...] = (TOO_LARGE,)
 
@@ -59,8 +60,9 @@ def check_size(policy: Policy, size: int, lines: int, limit: int | None = None) 
         f".github/CODEOWNERS is {size:,} bytes ({lines:,} lines for {len(policy.teams):,} "
         f"teams), over GitHub's limit of {limit:,}: GitHub ignores the whole file, so no code owner review is "
         "requested or required", policy.fleet_src.locate(("spec", "platform", "owners")),
-        hint="the file has a line per team file and per namespace and kind of object (per cluster only where two "
-        "teams use one namespace name), ~1.7 KB per team: keep an organisation's policies under the limit (one "
+        hint="the file has a line per team file, team namespace and ClusterQueue (per kind of object, or per "
+        "cluster, only where another file bears a namespace's name), ~0.45 KB per team, so the limit comes at "
+        "~6,500 teams: keep an organisation's policies under it (one "
         "repository per region or business unit)")]
 
 
@@ -73,12 +75,28 @@ REPO_SUMMARIES = ("/.github/CODEOWNERS",)
 # (None: not one team's, or not in the globbable layout); (cluster, namespace) -> (component, kind,
 # escaped "<cluster>/<component>/<kind>.<namespace>.") of its files; (cluster, namespace or None) ->
 # the files one team owns there as (relpath, team, escaped relpath), sorted; the files no one team
-# owns, as their path below the cluster's folder (their *rest*) -> its name (``name_of``). Set and
-# dict unions and concatenations, so parts of disjoint file lists merge into exactly the part of
-# their union: a team unit's part is computed once and stored with the unit
-# (compiler.pipeline.stages), and a one-team edit recomputes only that part.
+# owns, as their path below the cluster's folder (their *rest*) -> its name (``name_of``); each
+# *dotted* name (``dotted_names``) of a file three folders deep -> the team owning every such file
+# bearing it (None: one is not one team's). Set and dict unions, concatenations and that
+# agreement, so parts of disjoint file lists merge into exactly the part of their union: a team
+# unit's part is computed once and stored with the unit (compiler.pipeline.stages), and a one-team
+# edit recomputes only that part.
 OwnedPart = tuple[dict[tuple[str, str], set[str | None]], dict[tuple[str, str], set[tuple[str, str, str]]],
-                  dict[tuple[str, str | None], list[tuple[str, str, str]]], dict[str, str]]
+                  dict[tuple[str, str | None], list[tuple[str, str, str]]], dict[str, str], dict[str, str | None]]
+
+
+def dotted_names(relpath: str) -> list[str]:
+    """The names a namespace's line for every cluster (``/out/*/*/*.<ns>.*yaml``) may match in this
+    file's path: the dot-separated parts of its file name between the first (the kind) and the last
+    (``yaml``), for a file three folders deep (``<cluster>/<component>/<file>``, or ArgoCD's
+    ``argocd/<cluster>/<file>``); none deeper or shallower, which that line cannot match."""
+    parts = relpath.split("/")
+    return parts[2].split(".")[1:-1] if len(parts) == 3 else []
+
+
+def agreed(dotted: dict[str, str | None], name: str, team: str | None) -> None:
+    """Record that a file bearing ``name`` is ``team``'s (None: not one team's)."""
+    dotted[name] = team if dotted.get(name, team) == team else None
 
 
 def rest_of(relpath: str) -> str | None:
@@ -102,13 +120,17 @@ def owned_part(files: Iterable[FileRow], team_of: Mapping[str, str]) -> OwnedPar
     kinds: dict[tuple[str, str], set[tuple[str, str, str]]] = defaultdict(set)
     single: dict[tuple[str, str | None], list[tuple[str, str, str]]] = defaultdict(list)
     others: dict[str, str] = {}
+    dotted: dict[str, str | None] = {}
     escaped: dict[str, str] = {}  # a folder's glob literal, escaped once
     for relpath, cluster, namespace, sources in files:
         teams = {team_of[s] for s in sources if s in team_of}
         team = teams.pop() if len(teams) == 1 else None
+        parts = relpath.split("/")
+        if len(parts) == 3:
+            for name in parts[2].split(".")[1:-1]:  # dotted_names, inlined: every file of every unit
+                dotted[name] = team if dotted.get(name, team) == team else None
         if namespace:
             by_ns[(cluster, namespace)].add(team)
-            parts = relpath.split("/")
             kind = parts[-1].split(".", 1)[0]
             if len(parts) == 3 and parts[0] == cluster and parts[2].startswith(f"{kind}.{namespace}."):
                 folder = f"{cluster}/{parts[1]}/{kind}.{namespace}."
@@ -124,7 +146,13 @@ def owned_part(files: Iterable[FileRow], team_of: Mapping[str, str]) -> OwnedPar
             others[rest] = namespace or rest
     for rows in single.values():
         rows.sort()
-    return dict(by_ns), dict(kinds), dict(single), others
+    return dict(by_ns), dict(kinds), dict(single), others, dotted
+
+
+def delivery_rows(manifests: Iterable[Manifest]) -> list[FileRow]:
+    """The rows of ArgoCD's files (``out/argocd/``), which ``Inventory`` does not list: a
+    namespace's line for every cluster could match them (``merged_outputs``)."""
+    return [(m.relpath, m.cluster, m.namespace, m.sources) for m in manifests if m.cluster == "argocd"]
 
 
 def _escaped(path: str) -> str:
@@ -136,39 +164,53 @@ def _escaped(path: str) -> str:
         return ""
 
 
-def team_outputs(policy: Policy, inventory: Inventory, out_dir: str) -> dict[str, list[str]]:
-    """team -> CODEOWNERS patterns of the out/ files derived from its file and no other team's."""
-    return merged_outputs([owned_part(inventory.files, {t.path: t.name for t in policy.teams})], out_dir)
+def team_outputs(policy: Policy, inventory: Inventory, out_dir: str,
+                 delivery: Iterable[FileRow] = ()) -> dict[str, list[str]]:
+    """team -> CODEOWNERS patterns of the out/ files derived from its file and no other team's
+    (``delivery``: the rows of ArgoCD's files, which the inventory does not list)."""
+    return merged_outputs([owned_part([*inventory.files, *delivery], {t.path: t.name for t in policy.teams})],
+                          out_dir)
 
 
 def merged_outputs(parts: Iterable[OwnedPart], out_dir: str) -> dict[str, list[str]]:
     """team -> CODEOWNERS patterns of the out/ files derived from its file and no other team's,
     from the parts of disjoint file lists covering every out/ file.
 
-    A team namespace whose objects all derive from that team gets one pattern per kind of object
-    it holds (``/out/<cluster>/<component>/<kind>.<namespace>.*.yaml``), so objects of those kinds
-    the team adds later (a claim template for a new class, a second serving deployment) are the
-    team's from the start. The ``*`` stands only for the object's name: the kind and the namespace
-    (a DNS label, no dots) are literal, so a namespace named like a class (``a100-80gb-mig-3g``)
-    cannot match a cluster-wide file (``deviceclass._.a100-80gb-mig-3g.40gb.yaml``) or another
-    namespace's. The rest are exact paths. Every literal part is escaped (``codeowners_path``).
-    New namespaces fall under ``*``: a Namespace is cluster-scoped.
+    A team namespace gets one line for every cluster, ``/out/*/*/*.<namespace>.*yaml``, when every
+    file that line matches is the team's: every file of that name's namespace on every cluster
+    (FLEET004 lets two teams use one name on two clusters), and every file three folders deep with
+    the name as a dot-separated part of its file name (``dotted_names``: an object named after a
+    class, ``resourceclaimtemplate.<ns>.a100-80gb-mig-3g.40gb-1.yaml``, or a cluster-wide one,
+    ``deviceclass._.a100-80gb-mig-3g.40gb.yaml``, bears ``a100-80gb-mig-3g``; ArgoCD's files under
+    ``argocd/<cluster>/`` too, which the caller passes with the fleet's). The line stands for the
+    namespace's objects of every kind and its Namespace object (``namespace._.<ns>.yaml``), so it
+    is one line where a line per kind was five or more: at 5,000 teams on 20 clusters the file went
+    from 8.6 to ~2.2 MB, under GitHub's limit. Otherwise the namespace gets one pattern per kind of
+    object it holds (``/out/<cluster>/<component>/<kind>.<namespace>.*.yaml``), where the kind and
+    the namespace (a DNS label, no dots) are literal, so the ``*`` stands only for the object's
+    name. Either way objects the team adds later in its namespace (a claim template for a new
+    class, a second serving deployment) are the team's from the start. The rest are exact paths.
+    Every literal part is escaped (``codeowners_path``). New namespaces fall under ``*``: a
+    Namespace is cluster-scoped.
 
     One line then stands for every cluster (``/out/*/...``: CODEOWNERS patterns follow gitignore's,
     where ``*`` matches anything but ``/``, and GitHub suggests wildcards to keep the file under its
-    limit, docs.github.com "About code owners"; so the ``*`` is one folder, a cluster's or ``argocd``,
-    whose folders hold only ArgoCD's objects) when every file it matches is the team's:
-    a namespace the team's alone on each cluster it has files on (FLEET004 lets two teams use one
-    name on two clusters: then each cluster has its lines), or an exact path whose rest no other
-    file has. A namespace or path the team adds on another cluster is then the team's from the
-    start; one another team adds there needs this team's or the platform's approval until the
-    file is regenerated (the base branch's CODEOWNERS decides), never less than its own. At 1,000
-    teams on 20 clusters this took the file from 8.1 to 1.7 MB, under GitHub's limit."""
+    limit, docs.github.com "About code owners"; so the ``*`` is one folder, a cluster's or ``argocd``)
+    when every file it matches is the team's: a namespace the team's alone on each cluster it has
+    files on, or an exact path whose rest no other file has. A namespace or path the team adds on
+    another cluster is then the team's from the start. A file another team's PR adds that one of
+    this team's lines matches (the same namespace name on another cluster, or an object named with
+    this team's namespace name as a dot-separated part) needs this team's or the platform's
+    approval until the file is regenerated (the base branch's CODEOWNERS decides): it can cost
+    that PR the platform's review, never give this team a file it can change alone, since each
+    ``out/`` file is the render of policy files whose own lines do not change (``gpupolicy check``).
+    At 1,000 teams on 20 clusters the lines for every cluster took the file from 8.1 to 1.7 MB."""
     by_ns: dict[tuple[str, str], set[str | None]] = {}
     kinds: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
     singles: list[tuple[tuple[str, str | None], list[tuple[str, str, str]]]] = []
     others: set[str] = set()
-    for part_ns, part_kinds, part_single, part_others in parts:
+    dotted: dict[str, str | None] = {}
+    for part_ns, part_kinds, part_single, part_others, part_dotted in parts:
         for key, owners in part_ns.items():
             mine = by_ns.get(key)
             by_ns[key] = set(owners) if mine is None else mine | owners
@@ -177,16 +219,24 @@ def merged_outputs(parts: Iterable[OwnedPart], out_dir: str) -> dict[str, list[s
             kinds[key] = set(found) if had is None else had | found
         singles += part_single.items()
         others.update(part_others)
+        if dotted:
+            for name, team in part_dotted.items():
+                agreed(dotted, name, team)
+        else:
+            dotted.update(part_dotted)
     out = codeowners_path(out_dir)
-    globbed, owned = _globbed(by_ns, kinds, out)
-    _add_exact(owned, singles, globbed, others, out)
+    globbed, whole, owned = _globbed(by_ns, kinds, dotted, out)
+    _add_exact(owned, singles, globbed, whole, others, out)
     return owned
 
 
 def _globbed(by_ns: Mapping[tuple[str, str], set[str | None]], kinds: Mapping[tuple[str, str], set[tuple[str, str, str]]],
-             out: str) -> tuple[dict[tuple[str, str], str], dict[str, list[str]]]:
-    """The namespaces one team's alone on a cluster, and each team's patterns of their kinds: one
-    for every cluster where the namespace is the team's alone on each cluster it has files on."""
+             dotted: Mapping[str, str | None], out: str
+             ) -> tuple[dict[tuple[str, str], str], dict[str, set[str]], dict[str, list[str]]]:
+    """The namespaces one team's alone on a cluster; those with a line of their own (team ->
+    namespaces: every file bearing the name is the team's, ``dotted``); and each team's patterns:
+    a namespace's line, else one per kind, for every cluster where the namespace is the team's
+    alone on each cluster it has files on."""
     globbed: dict[tuple[str, str], str] = {}
     everywhere: dict[str, str | None] = {}  # namespace -> the team it is globbed to on every cluster
     for key, owners in by_ns.items():
@@ -196,8 +246,12 @@ def _globbed(by_ns: Mapping[tuple[str, str], set[str | None]], kinds: Mapping[tu
             globbed[key] = team
         everywhere[key[1]] = team if everywhere.get(key[1], team) == team else None
     owned: dict[str, list[str]] = defaultdict(list)
+    whole: dict[str, set[str]] = defaultdict(set)  # team -> namespaces with a line of their own
     wide: dict[str, set[str]] = defaultdict(set)  # team -> escaped "<component>/<kind>.<ns>." of every cluster
     for (cluster, ns), team in sorted(globbed.items()):
+        if everywhere[ns] == team and dotted.get(ns) == team:
+            whole[team].add(ns)
+            continue
         literals = [literal or codeowners_path(f"{cluster}/{component}/{kind}.{ns}.")
                     for component, kind, literal in kinds.get((cluster, ns), ())]
         if everywhere[ns] == team:
@@ -206,13 +260,17 @@ def _globbed(by_ns: Mapping[tuple[str, str], set[str | None]], kinds: Mapping[tu
             owned[team] += [f"/{out}/{literal}*.yaml" for literal in sorted(literals)]
     for team, rests in wide.items():
         owned[team][:0] = [f"/{out}/*/{rest}*.yaml" for rest in sorted(rests)]
-    return globbed, owned
+    for team, spaces in whole.items():
+        owned[team][:0] = [f"/{out}/*/*/*.{codeowners_path(ns)}.*yaml" for ns in sorted(spaces)]
+    return globbed, whole, owned
 
 
 def _add_exact(owned: dict[str, list[str]], singles: list[tuple[tuple[str, str | None], list[tuple[str, str, str]]]],
-               globbed: Mapping[tuple[str, str], str], others: set[str], out: str) -> None:
-    """Each team's exact paths outside its globbed namespaces, after its patterns: one for every
-    cluster where no other file has the path's rest."""
+               globbed: Mapping[tuple[str, str], str], whole: Mapping[str, set[str]], others: set[str],
+               out: str) -> None:
+    """Each team's exact paths outside its globbed namespaces and not bearing the name of one with
+    a line of its own (its Namespace object's file, ``namespace._.<ns>.yaml``), after its patterns:
+    one for every cluster where no other file has the path's rest."""
     rest_team: dict[str, str] = {}  # rest -> the team owning every file there ("" for several teams)
     for _, rows in singles:
         for relpath, team, _ in rows:
@@ -222,7 +280,9 @@ def _add_exact(owned: dict[str, list[str]], singles: list[tuple[tuple[str, str |
     for (cluster, namespace), rows in singles:
         if not (namespace and (cluster, namespace) in globbed):
             for row in rows:
-                exact[row[1]].append(row)
+                spaces = whole.get(row[1])
+                if not (spaces and any(name in spaces for name in dotted_names(row[0]))):
+                    exact[row[1]].append(row)
     for team, rows in exact.items():
         rows.sort()  # out/ paths are unique: the order of the paths (runs of sorted rows)
         every: set[str] = set()
@@ -236,9 +296,11 @@ def _add_exact(owned: dict[str, list[str]], singles: list[tuple[tuple[str, str |
         owned[team] += [f"/{out}/*/{rest}" for rest in sorted(every)] + lines
 
 
-def render_codeowners(policy: Policy, inventory: Inventory | list[OwnedPart], policy_dir: str, out_dir: str) -> bytes:
-    """The file, from the merged inventory or from the owned parts covering it."""
-    owned = (team_outputs(policy, inventory, out_dir) if isinstance(inventory, Inventory)
+def render_codeowners(policy: Policy, inventory: Inventory | list[OwnedPart], policy_dir: str, out_dir: str,
+                      delivery: Iterable[FileRow] = ()) -> bytes:
+    """The file, from the merged inventory and ArgoCD's rows (``delivery_rows``), or from the
+    owned parts covering both."""
+    owned = (team_outputs(policy, inventory, out_dir, delivery) if isinstance(inventory, Inventory)
              else merged_outputs(inventory, out_dir))
     return codeowners_file(policy, policy_dir, out_dir, [team_section(policy, t, owned.get(t.name, []))
                                                          for t in policy.teams])
@@ -249,7 +311,7 @@ def team_section(policy: Policy, team: Team, patterns: list[str]) -> str:
     platform_owners = list(policy.fleet.spec.platform.owners)
     team_owners = list(team.model.spec.owners)
     both = " ".join(team_owners + [o for o in platform_owners if o not in team_owners])
-    return "\n".join([f"# team {team.name}: its file; its output (also the platform, for regenerations)",
+    return "\n".join([f"# team {team.name}",
                       f"/{codeowners_path(team.path)} {' '.join(team_owners)}",
                       *[f"{p} {both}" for p in patterns]])
 
@@ -277,7 +339,8 @@ def codeowners_header(policy: Policy, policy_dir: str, out_dir: str) -> str:
     lines += [f"/{codeowners_path(out_dir)}/{p} {' '.join(everyone)}"
               for p in (*map(codeowners_path, SUMMARIES), *spare_cohort_lines(policy))]
     lines += [f"{p} {' '.join(everyone)}" for p in REPO_SUMMARIES]
-    lines.append("")
+    lines += ["", "# Each team: its file (the team alone), then its output (the team or the platform, for regenerations).",
+              ""]
     return "\n".join(lines)
 
 
