@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import CRDS, REPO
 
 from compiler.diagnostics import Diagnostic, Scope
-from compiler.load.files import load_policy_dir
+from compiler.load.source import load_policy_dir
 from compiler.pipeline.options import Options
 from compiler.pipeline.run import Result, compile_policies
 from compiler.policy.graph import Policy

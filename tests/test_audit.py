@@ -150,7 +150,7 @@ def _wl(ns: str, name: str, created: str, admitted: str | None, gpus: int, cls: 
 
 
 def test_borrowing_and_derived_waits() -> None:
-    from compiler.load.files import load_policy_dir
+    from compiler.load.source import load_policy_dir
     from compiler.tools.audit.command import audit_workloads
     from compiler.tools.audit.context import policy_view
     from compiler.validate import build_policy

@@ -276,7 +276,7 @@ def test_store_survives_corrupt_entries(tmp_path: Path) -> None:
 
 def test_inventories_merge_to_the_whole() -> None:
     """A unit's stored inventory, merged with the others', says what the whole output's does."""
-    from compiler.load.files import load_policy_dir
+    from compiler.load.source import load_policy_dir
     from compiler.lower import lower_all
     from compiler.model.inventory import Inventory
     from compiler.validate import build_policy
@@ -654,6 +654,27 @@ def test_the_front_stages_import_no_lowering() -> None:
             "'compiler.report.policy_report', 'compiler.pipeline.stages'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_validate_answered_by_the_store_imports_no_yaml_library(demo: Path, crds_dir: Path) -> None:
+    """A ``validate`` whose inputs the store has seen reads the files and answers from the store:
+    it imports neither ruamel nor PyYAML (~25 ms of start-up, ``compiler.load.files``), which an
+    edited file's parse does."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom compiler.cli.main import main\ncode = main(['validate', '--root', sys.argv[1]])\n"
+            "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'ruamel', 'yaml', '_ruamel_yaml'}))")
+
+    def run() -> str:
+        env = {**os.environ, "GPUPOLICY_CRDS": str(crds_dir)}
+        return subprocess.run([sys.executable, "-c", code, str(demo)], capture_output=True, text=True, check=True,
+                              cwd=REPO, env=env).stdout.strip()
+
+    assert run() == "0 ['ruamel', 'yaml']"  # a cold store: every file parsed
+    assert run() == "0 []"
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    assert run() == "0 ['ruamel', 'yaml']"
 
 
 def test_a_one_team_edit_renders_only_what_changed(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.load.files import load_policy_dir
-from compiler.load.source import MAX_FILE_BYTES, load_text
+from compiler.load.files import MAX_FILE_BYTES
+from compiler.load.source import load_policy_dir, load_text
 
 
 def _one(text: str | bytes) -> tuple[str, int, int]:

@@ -7,7 +7,7 @@ import pytest
 from conftest import REPO
 
 from compiler.catalog import builtin_catalog
-from compiler.load.files import load_policy_dir
+from compiler.load.source import load_policy_dir
 from compiler.serving import (
     ARCHITECTURES,
     GIB,

@@ -20,8 +20,17 @@ from pathlib import Path
 
 from compiler.diagnostics import Diagnostic, Location, Rule, Scope, define
 from compiler.load.paths import display_path
-from compiler.load.source import LOAD_MISSING, MAX_FILE_BYTES, PolicySources, load_sources
 
+# The reading of files, apart from their parsing (compiler.load.source), so that a command answered
+# from the store imports no YAML library (start-up, issue 21: ruamel and PyYAML were ~25 ms of it).
+MAX_FILE_BYTES = 1 << 20  # 1 MiB: a policy file is a page, not a data dump
+LOAD_MISSING = define(
+    "LOAD008",
+    "The policy directory has a fleet file (fleet.yaml) and only .yaml files under teams/.",
+    "policies/fleet.yaml\npolicies/teams/ml.yaml",
+    "policies/teams/ml.yaml   # no fleet.yaml",
+    scope=Scope.FILE,
+)
 LOAD_FILE = define(
     "LOAD009",
     "Policy files are regular files inside the policy directory: no symbolic or hard links, FIFOs, "
@@ -181,9 +190,3 @@ def read_inputs(policy_dir: Path, display_root: Path) -> tuple[list[tuple[str, b
             diags.append(LOAD_FILE.diag(f"{shown} {problem}", Location(shown), hint=_HINT))
         out.append((shown, data, path.name == "fleet.yaml" and path.parent == policy_dir))
     return out, diags
-
-
-def load_policy_dir(policy_dir: Path, display_root: Path) -> tuple[PolicySources, list[Diagnostic]]:
-    blobs, diags = read_inputs(policy_dir, display_root)
-    sources, more = load_sources(blobs)
-    return sources, diags + more

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from ruamel.yaml import YAML
@@ -20,12 +21,12 @@ from yaml import nodes as libyaml_nodes
 
 from compiler.diagnostics import Diagnostic, Location, Rule, Scope, define
 from compiler.load.fast import compose as compose_fast
+from compiler.load.files import LOAD_MISSING, MAX_FILE_BYTES, read_inputs
 from compiler.load.secrets import check_secrets
 
 YamlPath = tuple[str | int, ...]
 Positions = tuple[dict[YamlPath, tuple[int, int]], dict[YamlPath, tuple[int, int]]]  # values, keys
 
-MAX_FILE_BYTES = 1 << 20  # 1 MiB: a policy file is a page, not a data dump
 MAX_NODES = 100_000  # counted with aliases expanded, so an alias bomb stops here
 MAX_DEPTH = 64
 
@@ -77,13 +78,6 @@ LOAD_KEY = define(
     "Mapping keys are plain strings.",
     "budgets: []",
     "? [a, b]\n: 1",
-    scope=Scope.FILE,
-)
-LOAD_MISSING = define(
-    "LOAD008",
-    "The policy directory has a fleet file (fleet.yaml) and only .yaml files under teams/.",
-    "policies/fleet.yaml\npolicies/teams/ml.yaml",
-    "policies/teams/ml.yaml   # no fleet.yaml",
     scope=Scope.FILE,
 )
 
@@ -397,3 +391,10 @@ def load_sources(files: list[tuple[str, bytes | None, bool]]) -> tuple[PolicySou
         else:
             teams.append(src)
     return PolicySources(fleet, teams), diags
+
+
+def load_policy_dir(policy_dir: Path, display_root: Path) -> tuple[PolicySources, list[Diagnostic]]:
+    """Every policy file read (``compiler.load.files.read_inputs``) and parsed."""
+    blobs, diags = read_inputs(policy_dir, display_root)
+    sources, more = load_sources(blobs)
+    return sources, diags + more
