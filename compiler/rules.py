@@ -14,7 +14,7 @@ from __future__ import annotations
 from compiler.cli import stale
 from compiler.diagnostics import AREAS, Rule, Scope
 from compiler.load import files, secrets, source
-from compiler.report import codeowners
+from compiler.report import codeowners, report_size
 from compiler.validate import driver, mig, schema, waivers
 from compiler.verify import dra_claims, embedded_cel, kueue_config, kueue_webhook
 from compiler.verify import ops as ops_rules
@@ -40,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     *ops_rules.RULES,  # OPS over the rendered fleet (those over the policy come with driver.RULES)
     *stale.RULES,  # GITOPS490: `check` finds generated files stale
     *codeowners.RULES,  # GITOPS403: CODEOWNERS over GitHub's size limit
+    *report_size.RULES,  # GITOPS404: REPORT.md over the size GitHub renders
 )
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO
@@ -135,3 +137,38 @@ def test_cohort_tree_folds_deep_levels_beyond_the_department_limit(monkeypatch: 
     lines = ct.cohort_tree(policy)
     assert "2 deeper departments folded into their ancestors" in lines[0]
     assert '  d0["ai · weight 1 · 5 teams below · + 2 sub-departments"]' in lines
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_report_over_what_github_renders_is_a_located_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              stored: bool) -> None:
+    """GITOPS404: GitHub renders a Markdown file only under ~2 MB (REPORT.md is 1.3 MB at 1,000 teams,
+    6.1 MB at 5,000). The demo's report is far under it; with the limit at its size the run warns on
+    the platform's owners in fleet.yaml with the report's exact size, with or without a store (where
+    the rules' process renders a report part), and still writes it; one byte more and it does not."""
+    import compiler.report.report_size as report_size
+    from compiler.cache.store import CACHE_DIRNAME, Store
+    from compiler.pipeline.options import Options
+    from compiler.pipeline.run import compile_policies
+
+    root = copy_demo(tmp_path)
+    opts = Options(root=root, policy_dir=root / "policies", out_dir=root / "out", verify=False)
+
+    def compiled() -> Any:  # an empty store each time: the limit is not among its keys
+        shutil.rmtree(root / CACHE_DIRNAME, ignore_errors=True)
+        return compile_policies(opts, Store(root)) if stored else compile_policies(opts)
+
+    res = compiled()
+    size = len(res.out_files["REPORT.md"])
+    assert res.ok and "GITOPS404" not in [d.code for d in res.diagnostics] and size < report_size.GITHUB_RENDER_BYTES
+    monkeypatch.setattr(report_size, "GITHUB_RENDER_BYTES", size)
+    res = compiled()
+    [d] = [d for d in res.diagnostics if d.code == "GITOPS404"]
+    assert d.severity.value == "warning" and res.ok and len(res.out_files["REPORT.md"]) == size
+    fleet = root / "policies" / "fleet.yaml"
+    assert d.location is not None and d.location.file == "policies/fleet.yaml"
+    assert d.location.line == next(i for i, ln in enumerate(fleet.read_text().splitlines(), 1) if "owners:" in ln)
+    assert f"out/REPORT.md is {size:,} bytes for 5 teams, over the {size:,}" in d.message
+    assert d.hint and "gpupolicy explain" in d.hint
+    monkeypatch.setattr(report_size, "GITHUB_RENDER_BYTES", size + 1)
+    assert "GITOPS404" not in [d.code for d in compiled().diagnostics]

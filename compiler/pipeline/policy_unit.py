@@ -34,9 +34,9 @@ def policy_unit(policy: Policy, run: Run, tasks: Tasks, fragments: StoredFragmen
 
 
 # A report part as the process that rendered it stored it: the digest of each of its out/ files,
-# the key of the blob holding them, the bytes themselves when the run writes them, and the kept
-# fragments its files are made of.
-StoredPart = tuple[dict[str, str], str, "dict[str, bytes] | None", list[str]]
+# the key of the blob holding them, the bytes themselves when the run writes them, the kept
+# fragments its files are made of, and each file's size (GITOPS404).
+StoredPart = tuple[dict[str, str], str, "dict[str, bytes] | None", list[str], dict[str, int]]
 
 
 def report_parts(policy: Policy, run: Run, tasks: Tasks, fragments: Fragments) -> list[StoredPart] | None:
@@ -66,7 +66,7 @@ def stored_part(run: Run, files: Mapping[str, bytes | Pieces], keep: bool) -> St
     refs = [p[0] for text in stored.values() if isinstance(text, list) for p in text if isinstance(p, tuple)]
     key = digest("inline", *[x for kv in sorted(digests.items()) for x in kv], *refs)  # a recipe, one blob
     run.store.put("blob", key, stored, compress=True)
-    return digests, key, data if keep else None, refs
+    return digests, key, data if keep else None, refs, {rel: len(b) for rel, b in data.items()}
 
 
 def joined(*shares: list[StoredPart] | None) -> list[StoredPart] | None:
@@ -93,7 +93,7 @@ def placed(run: Run, parts: list[StoredPart], homes: dict[str, str], pieces: lis
     """The report files' digests in ``policy_reports``' order; where each is kept goes to
     ``homes``, the fragments their recipes name to ``pieces``, and the bytes a build writes are
     held for it (``Run.keep``)."""
-    for part_digests, key, files, refs in parts:
+    for part_digests, key, files, refs, _ in parts:
         homes.update(dict.fromkeys(part_digests, key))
         pieces += refs
         run.store.used.add(("blob", key))

@@ -54,6 +54,7 @@ from compiler.policy.multikueue_topology import check_manifests
 from compiler.report.codeowners import OwnedPart, check_size, delivery_rows, owned_part, render_codeowners
 from compiler.report.gitops import argocd_reports
 from compiler.report.policy_report import REPORT_PARTS, policy_reports
+from compiler.report.report_size import check_report_size
 from compiler.validate.relations import check_output_path
 from compiler.validate.waivers import apply_waivers
 from compiler.verify.context import VerifyStats
@@ -173,8 +174,10 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
         return RunRecord.failure(base + checked)
     diags += checked
     run.lap("validate")
-    if run.reports:  # GITOPS403: the file as GitHub would load it, or not
+    shares = reports() if run.reports else None  # None too when they cannot be rendered (then the run fails)
+    if run.reports:  # GITOPS403 and GITOPS404: the files as GitHub would load or render them, or not
         diags += check_size(policy, *owners()[1:3])
+        diags += check_report_size(policy, {rel: n for share in shares or [] for rel, n in share[4].items()})
     diags = apply_waivers(policy, diags, inventory, final=True, verified=opts.verify)  # every finding is in
     if opts.verify and has_errors(diags, strict=opts.strict):
         return RunRecord.failure(diags, stats_sum(stats))
@@ -185,8 +188,7 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
     homes = dict(cohorts.homes)  # the files in blobs of their own: kept Cohorts, reports (``stored_part``)
     pieces: list[str] = []  # the fragments the reports are made of
     if run.reports:  # a waived error does not withhold them
-        inline_digests.update(placed(run, reports() or [stored_part(run, policy_reports(policy), True)],
-                                     homes, pieces))
+        inline_digests.update(placed(run, shares or [stored_part(run, policy_reports(policy), True)], homes, pieces))
     more = argocd_reports(policy, inventory, argocd)
     inline_digests.update((rel, content_digest(data)) for rel, data in more.items())
     inline.update(more)

@@ -1,0 +1,39 @@
+"""GITOPS404: REPORT.md within the size GitHub renders.
+
+REPORT.md is the people's view of the allocation, read on GitHub. GitHub renders a Markdown
+preview only for files that are "small (generally less than 2 MB)"; larger or more complex ones
+"may time out and either fall back to plain text or not be displayed at all" (docs.github.com,
+"Repository limits", Text limits). REPORT.md grows with teams times their clusters (~1.3 KB per
+team: 1.3 MB at 1,000 teams on 20 clusters, 6.1 MB at 5,000), so an organisation that grows past
+~1,500 teams loses the rendered report without any error; this warns, on the run that crosses it.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, define
+from compiler.policy.graph import Policy
+
+GITHUB_RENDER_BYTES = 2_000_000  # "generally less than 2 MB": the larger reading of MB would promise too much
+REPORT = "REPORT.md"
+TOO_LARGE = define(
+    "GITOPS404", "The rendered REPORT.md is under the 2 MB GitHub renders as Markdown: over it GitHub shows it as "
+    "plain text or not at all.",
+    "# 1,000 teams on 20 clusters: REPORT.md 1.3 MB", "# 5,000 teams on 20 clusters: REPORT.md 6.1 MB",
+    Severity.WARNING, scope=Scope.OUTPUT)
+RULES: tuple[Rule, ...] = (TOO_LARGE,)
+
+
+def check_report_size(policy: Policy, sizes: Mapping[str, int], limit: int | None = None) -> list[Diagnostic]:
+    """GITOPS404 from the rendered report files' sizes (``out/``-relative path -> bytes), located
+    on the platform's owners, whose team reads the report (as GITOPS403)."""
+    limit = GITHUB_RENDER_BYTES if limit is None else limit
+    size = sizes.get(REPORT)
+    if size is None or size < limit:
+        return []
+    return [TOO_LARGE.diag(
+        f"out/{REPORT} is {size:,} bytes for {len(policy.teams):,} teams, over the {limit:,} GitHub renders as "
+        "Markdown: GitHub shows it as plain text or not at all", policy.fleet_src.locate(("spec", "platform", "owners")),
+        hint="read it locally or as raw text; for one team, `gpupolicy explain <team>` shows its share, and "
+        "out/allocation.json holds the same figures for tools")]
