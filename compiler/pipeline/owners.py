@@ -75,12 +75,12 @@ def names(part: OwnedPart) -> set[Key]:
     return found
 
 
-def bears(part: OwnedPart) -> set[Key]:
-    """The names a part's files bear: those its lines depend on (``names``) and the dotted names
-    of its files (a namespace's line for every cluster matches a file bearing its name as one).
-    Names of objects many teams share (a class's, ``a100-80gb-mig-1g``) are borne by many units
-    but read by a section only when a team's namespace is so named."""
-    return names(part).union(part[4])
+def bears(part: OwnedPart, read: set[Key]) -> set[Key]:
+    """The names a part's files bear: those its lines depend on (``read``: ``names(part)``) and
+    the dotted names of its files (a namespace's line for every cluster matches a file bearing its
+    name as one). Names of objects many teams share (a class's, ``a100-80gb-mig-1g``) are borne by
+    many units but read by a section only when a team's namespace is so named."""
+    return read.union(part[4])
 
 
 Rows = dict[tuple[str, str | None], list[tuple[str, str, str]]]
@@ -224,7 +224,8 @@ class _Sections:
         if isinstance(entry, tuple) and len(entry) == 4:
             return entry
         part = self.part_of(team, key)
-        return sorted(bears(part)), sorted(names(part)), None, None
+        read = names(part)
+        return sorted(bears(part, read)), sorted(read), None, None
 
     def joined(self, header: str, chunks: list[Chunk]) -> bytes:
         """The file: the header, then the blocks' texts (every part merged if one is gone)."""

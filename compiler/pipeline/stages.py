@@ -146,7 +146,7 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
     fresh += argocd
     run.policy = policy
     run.lowered = fresh + run.kept
-    owners = codeowners_job(run, policy, inventory, owned, delivery_rows(argocd), shown_policies, shown_out)
+    owners = codeowners_job(run, policy, inventory, owned, unit_keys, delivery_rows(argocd), shown_policies, shown_out)
     diags += check_manifests(policy, inventory)
     # OPS: what ArgoCD syncs must also run (the parts in the inventory's order of files)
     diags += check_runtime(policy, fresh, inventory, merge_facts(runtime_parts))
@@ -174,8 +174,9 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
         return RunRecord.failure(base + checked)
     diags += checked
     run.lap("validate")
-    shares = reports() if run.reports else None  # None too when they cannot be rendered (then the run fails)
+    shares = None  # the report parts; None too when they cannot be rendered (then the run fails)
     if run.reports:  # GITOPS403 and GITOPS404: the files as GitHub would load or render them, or not
+        shares = reports()
         diags += check_size(policy, *owners()[1:3])
         diags += check_report_size(policy, {rel: n for share in shares or [] for rel, n in share[4].items()})
     diags = apply_waivers(policy, diags, inventory, final=True, verified=opts.verify)  # every finding is in
@@ -211,8 +212,8 @@ def lower_verify_emit(run: Run, policy: Policy, diags: list[Diagnostic],
 Owned = tuple[list[FileRow], dict[str, OwnedPart]]  # the fleet-scope files' rows, the parts computed now
 
 
-def codeowners_job(run: Run, policy: Policy, inventory: Inventory, owned: Owned | None, delivery: list[FileRow],
-                   shown_policies: str, shown_out: str) -> Pending:
+def codeowners_job(run: Run, policy: Policy, inventory: Inventory, owned: Owned | None, unit_keys: list[str],
+                   delivery: list[FileRow], shown_policies: str, shown_out: str) -> Pending:
     """CODEOWNERS, to be asked for once the rules are in: with a store, from the fleet-scope
     files' part (ArgoCD's files among them: ``delivery``) and the units' kept parts and sections,
     rendered while the run would wait for the rules (``Run.meanwhile``); without one, from the
@@ -220,7 +221,7 @@ def codeowners_job(run: Run, policy: Policy, inventory: Inventory, owned: Owned 
     if owned is not None:
         fleet_rows, known = owned
         fleet_part = owned_part([*fleet_rows, *delivery], {t.path: t.name for t in policy.teams})
-        keys = [(team, run.team_keys[team.path]) for team in policy.teams]
+        keys = list(zip(policy.teams, unit_keys))  # team_units' keys, in the teams' order
         owners = Pending(lambda: codeowners_kept(run.store, policy, fleet_part, known, keys, shown_policies, shown_out))
         run.meanwhile.append(owners)
     elif run.store.off and run.reports:

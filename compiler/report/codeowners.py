@@ -38,6 +38,7 @@ from compiler.model.inventory import FileRow, Inventory
 from compiler.model.manifest import Manifest
 from compiler.policy.cohorts import spare_cohort_files
 from compiler.policy.graph import Policy, Team
+from compiler.report.report_size import over_github_limit
 
 # GitHub loads a CODEOWNERS file only under 3 MB ("CODEOWNERS file size", docs.github.com: About code
 # owners); over it no code owner is requested or required. Taken as 3,000,000 bytes, the smaller reading.
@@ -52,18 +53,16 @@ RULES: tuple[Rule, ...] = (TOO_LARGE,)
 
 def check_size(policy: Policy, size: int, lines: int, limit: int | None = None) -> list[Diagnostic]:
     """GITOPS403, emitted by the pipeline once CODEOWNERS is rendered (``size`` bytes, ``lines``
-    lines). Located on the platform's owners, whose team reviews the repository without it."""
+    lines), on the platform's owners, whose team reviews the repository without it."""
     limit = GITHUB_MAX_BYTES if limit is None else limit
-    if size < limit:
-        return []
-    return [TOO_LARGE.diag(
-        f".github/CODEOWNERS is {size:,} bytes ({lines:,} lines for {len(policy.teams):,} "
-        f"teams), over GitHub's limit of {limit:,}: GitHub ignores the whole file, so no code owner review is "
-        "requested or required", policy.fleet_src.locate(("spec", "platform", "owners")),
+    return over_github_limit(
+        TOO_LARGE, policy, size, limit, f".github/CODEOWNERS is {size:,} bytes ({lines:,} lines for "
+        f"{len(policy.teams):,} teams), over GitHub's limit of {limit:,}: GitHub ignores the whole file, so no code "
+        "owner review is requested or required",
         hint="the file has a line per team file, team namespace and ClusterQueue (per kind of object, or per "
         "cluster, only where another file bears a namespace's name), ~0.45 KB per team, so the limit comes at "
         "~6,500 teams: keep an organisation's policies under it (one "
-        "repository per region or business unit)")]
+        "repository per region or business unit)")
 
 
 # Shared generated files (relative to out/, or to the repository root with a leading "/").

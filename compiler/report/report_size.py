@@ -25,15 +25,22 @@ TOO_LARGE = define(
 RULES: tuple[Rule, ...] = (TOO_LARGE,)
 
 
-def check_report_size(policy: Policy, sizes: Mapping[str, int], limit: int | None = None) -> list[Diagnostic]:
-    """GITOPS404 from the rendered report files' sizes (``out/``-relative path -> bytes), located
-    on the platform's owners, whose team reads the report (as GITOPS403)."""
-    limit = GITHUB_RENDER_BYTES if limit is None else limit
-    size = sizes.get(REPORT)
-    if size is None or size < limit:
+def over_github_limit(rule: Rule, policy: Policy, size: int, limit: int, message: str, hint: str) -> list[Diagnostic]:
+    """``rule``'s finding when a generated file of ``size`` bytes reaches the ``limit`` GitHub
+    sets for it (GITOPS403 for CODEOWNERS, GITOPS404 for REPORT.md; ``message`` states the
+    figures), located on the platform's owners in fleet.yaml: the team that reviews the repository
+    and reads the report."""
+    if size < limit:
         return []
-    return [TOO_LARGE.diag(
-        f"out/{REPORT} is {size:,} bytes for {len(policy.teams):,} teams, over the {limit:,} GitHub renders as "
-        "Markdown: GitHub shows it as plain text or not at all", policy.fleet_src.locate(("spec", "platform", "owners")),
+    return [rule.diag(message, policy.fleet_src.locate(("spec", "platform", "owners")), hint=hint)]
+
+
+def check_report_size(policy: Policy, sizes: Mapping[str, int], limit: int | None = None) -> list[Diagnostic]:
+    """GITOPS404 from the rendered report files' sizes (``out/``-relative path -> bytes)."""
+    limit = GITHUB_RENDER_BYTES if limit is None else limit
+    size = sizes.get(REPORT, 0)
+    return over_github_limit(
+        TOO_LARGE, policy, size, limit, f"out/{REPORT} is {size:,} bytes for {len(policy.teams):,} teams, over the "
+        f"{limit:,} GitHub renders as Markdown: GitHub shows it as plain text or not at all",
         hint="read it locally or as raw text; for one team, `gpupolicy explain <team>` shows its share, and "
-        "out/allocation.json holds the same figures for tools")]
+        "out/allocation.json holds the same figures for tools")
