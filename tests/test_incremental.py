@@ -847,6 +847,21 @@ def test_codeowners_sections_are_kept_and_checked(demo: Path, monkeypatch: pytes
     got = owners.codeowners_of(store, policy, fleet4, {}, keys, *shown)
     assert got == whole(fleet4, parts) and f"/*/*.{ns_key[1]}.*yaml".encode() not in got
     assert rendered == [keys[0][0].name], rendered
+    # a name starting with a team's (its line for every such name, ``*.<team>*yaml``) borne by a
+    # fleet file of no one team, or another unit's namespace with no file three folders deep: either
+    # way the team's line goes, as over every part
+    first = keys[0][0].name
+    assert f"/out/*/*/*.{first}*yaml".encode() in whole(fleet_part, parts)
+    fleet5 = (by_ns, kinds, single, others, {**dotted, f"{first}-fleet": None})
+    got = owners.codeowners_of(store, policy, fleet5, {}, keys, *shown)
+    assert got == whole(fleet5, parts) and f"/out/*/*/*.{first}*yaml".encode() not in got
+    parts[k1] = ({**u_ns, ("onprem", f"{first}-odd"): {keys[1][0].name}}, u_kinds, u_single, u_others, u_dotted)
+    got = owners.codeowners_of(store, policy, fleet_part, {k1: parts[k1]}, keys, *shown)
+    assert got == whole(fleet_part, parts) and f"/out/*/*/*.{first}*yaml".encode() not in got
+    # ... but a path below a cluster's folder starting with it is no such name (no file name bears it)
+    parts[k1] = (u_ns, u_kinds, u_single, {**u_others, f"{first}/x.yaml": f"{first}/x.yaml"}, u_dotted)
+    got = owners.codeowners_of(store, policy, fleet_part, {k1: parts[k1]}, keys, *shown)
+    assert got == whole(fleet_part, parts) and f"/out/*/*/*.{first}*yaml".encode() in got
 
 
 def test_a_namespace_name_two_teams_use_through_the_store(demo: Path) -> None:
@@ -868,9 +883,39 @@ def test_a_namespace_name_two_teams_use_through_the_store(demo: Path) -> None:
     assert codeowners(_check(demo, "partial")) == text
     mutate(demo, "teams/vision.yaml", "    - {name: interns-sandbox, clusters: [onprem]}\n", "")
     text = codeowners(_check(demo, "partial"))
-    assert "/out/*/*/*.interns-sandbox.*yaml @acme/ml-interns" in text and "@acme/vision" not in [
+    assert "/out/*/*/*.interns*yaml @acme/ml-interns" in text and "@acme/vision" not in [
         ln.split(" ")[1] for ln in text.splitlines() if "interns-sandbox" in ln]
     assert not owners.exists()  # compile_policies writes nothing: the files compared are the results'
+
+
+@pytest.mark.parametrize("block", [64, 2])
+def test_a_namespace_starting_with_another_teams_name_through_the_store(
+        demo: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    """A team's line for every name starting with its own (``/out/*/*/*.nlp*yaml``) through the
+    store: it goes when another team's unit bears such a name (vision's namespace ``nlp-vision``),
+    stays gone while that team edits its budget, and comes back when the name goes; with blocks of
+    2 on average nlp's block is kept whole meanwhile, so the kept answer to whether another unit
+    bears such a name is what brings the line back. ``_check`` compares every file with an empty
+    store's."""
+    from compiler.pipeline import units
+
+    monkeypatch.setattr(units, "BLOCK", block)
+    _check(demo, "none")
+
+    def codeowners(res: Result) -> str:
+        return res.repo_files[".github/CODEOWNERS"].decode()
+
+    prefix = "/out/*/*/*.nlp*yaml @acme/nlp"
+    assert prefix in codeowners(_check(demo, "result"))
+    mutate(demo, "teams/vision.yaml", "  namespaces:\n", "  namespaces:\n    - {name: nlp-vision, clusters: [onprem]}\n")
+    text = codeowners(_check(demo, "partial"))
+    assert prefix not in text and "/out/*/*/*.nlp-train.*yaml @acme/nlp" in text
+    assert "/out/*/*/*.nlp-vision.*yaml @acme/vision" in text
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    assert codeowners(_check(demo, "partial")) == text
+    mutate(demo, "teams/vision.yaml", "    - {name: nlp-vision, clusters: [onprem]}\n", "")
+    text = codeowners(_check(demo, "partial"))
+    assert prefix in text and "nlp-train" not in text and "nlp-vision" not in text
 
 
 def compile_fingerprint(opts: Options) -> str:

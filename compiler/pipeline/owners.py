@@ -47,6 +47,7 @@ from compiler.report.codeowners import (
     owned_part,
     render_codeowners,
     sections_text,
+    starting_with,
     team_section,
 )
 
@@ -110,13 +111,16 @@ class FleetShares:
         self.others_by_name: dict[Key, list[str]] = defaultdict(list)  # name -> the paths bearing it
         for rest, name in others.items():
             self.others_by_name[name].append(rest)
+        self.ordered = sorted(set(self.dotted).union(self.keys_by_name))  # for a team's prefix line
 
     def share(self, team: str, unit_names: list[Key]) -> tuple[OwnedPart, set[Key]]:
         """What of the fleet's part the team's section reads, and the names it bears: the fleet's
-        entries bearing the unit's names or those the fleet's files give the team, and the files
-        the team owns alone."""
+        entries bearing the unit's names or those the fleet's files give the team, the files the
+        team owns alone, and its namespaces and dotted names starting with the team's name (which
+        decide its prefix line, ``compiler.report.codeowners._prefixed``)."""
         read = self.names_of.get(team, set()).union(unit_names)
-        keys = [key for name in read for key in self.keys_by_name.get(name, ())]
+        prefixed = list(starting_with(self.ordered, team))
+        keys = [key for name in read.union(prefixed) for key in self.keys_by_name.get(name, ())]
         single: Rows = {where: list(rows) for where, rows in self.rows_of.get(team, {}).items()}
         for name in read:
             for where, row in self.rows_by_name.get(name, ()):
@@ -125,7 +129,7 @@ class FleetShares:
         for rows in single.values():
             rows.sort()
         others = {rest: name for name in read for rest in self.others_by_name.get(name, ())}
-        dotted = {name: self.dotted[name] for name in read if name in self.dotted}
+        dotted = {name: self.dotted[name] for name in read.union(prefixed) if name in self.dotted}
         return ({k: self.by_ns[k] for k in keys}, {k: self.kinds[k] for k in keys if k in self.kinds}, single,
                 others, dotted), read
 
@@ -182,10 +186,26 @@ def _shared(count: Counter[Key], own: Sequence[Key], read: Sequence[Key]) -> boo
     return any(count[k] > (k in mine) for k in read)
 
 
+class _Borne:
+    """The names every unit's files bear (``bears``), counted, and which teams' names start one
+    that another unit's files bear: then the team has no line for every name starting with its
+    own (``compiler.report.codeowners._prefixed``; another unit's files are never this team's)."""
+
+    def __init__(self) -> None:
+        self.count: Counter[Key] = Counter()
+        self._ordered: list[Key] | None = None
+
+    def taken(self, team: str, own: Sequence[Key]) -> bool:
+        if self._ordered is None:  # a path below a cluster's folder (with '/') is no such name
+            self._ordered = sorted(k for k in self.count if "/" not in k)
+        return any(self.count[k] > (k in own) for k in starting_with(self._ordered, team))
+
+
 class _Sections:
     """The teams' sections a block of teams at a time (``blocks_of``, as the units'). A block's
     entry (kind ``ownblock``, keyed by the fleet's part and its units' keys) holds each team's
-    names and the names its section read (its own and its share of the fleet's), and
+    names, the names its section read (its own and its share of the fleet's), whether other
+    units' files bore a name starting with the team's (``_Borne.taken``), and
     the digest of the block's text, kept apart (kind ``ownchunk``) and read only when the file
     is joined: a one-team edit reads ~N/64 small entries instead of a section per team. A block
     missing from the store, or holding a unit computed by this run, is made of each team's
@@ -197,6 +217,7 @@ class _Sections:
         self.dirs = policy_dir, out_dir
         self.parts: dict[str, OwnedPart] = dict(known)
         self._shares: FleetShares | None = None
+        self.borne = _Borne()  # every unit's, counted by ``chunks``
 
     @property
     def shares(self) -> FleetShares:
@@ -239,9 +260,9 @@ class _Sections:
         name a section read (then only merging every part gives the file)."""
         store = self.store
         fleet = _signature(self.fleet_part, *self.dirs)
-        count: Counter[Key] = Counter()
-        # per block: its key, its units, and its entry ((names, read) per team, its text's
-        # digest) or else each team's section
+        borne = self.borne
+        # per block: its key, its units, and its entry ((names, read, taken) per team, its
+        # text's digest) or else each team's section
         blocks: list[tuple[str, list[tuple[Team, str]], Any, list[Any]]] = []
         for block in unit_blocks(self.keys):
             bkey = digest("ownblock", fleet, *(key for _, key in block))
@@ -250,23 +271,25 @@ class _Sections:
                 meta = None
             found = meta[0] if meta is not None else [self.section(team, key) for team, key in block]
             for entry in found:
-                count.update(entry[0])
+                borne.count.update(entry[0])
             blocks.append((bkey, block, meta, found))
         chunks: list[Chunk] = []
         for bkey, block, meta, found in blocks:
             if meta is not None:
-                if any(_shared(count, own, read) for own, read in found):
+                if any(_shared(borne.count, own, read) for own, read, _ in found):
                     return None
-                store.used.add(("ownchunk", meta[1]))
-                chunks.append((meta[1], functools.partial(self._text, block, meta[1])))
-                continue
+                if all(borne.taken(team.name, own) == taken for (team, _), (own, _, taken) in zip(block, found)):
+                    store.used.add(("ownchunk", meta[1]))
+                    chunks.append((meta[1], functools.partial(self._text, block, meta[1])))
+                    continue
+                found = [self.section(team, key) for team, key in block]  # a prefix line came or went
             texts, metas = [], []
             for (team, key), entry in zip(block, found):
-                text, read = self._checked(team, key, entry, count)
+                text, read, taken = self._checked(team, key, entry)
                 if text is None:
                     return None
                 texts.append(text)
-                metas.append((entry[0], read))
+                metas.append((entry[0], read, taken))
             chunk = sections_text(texts)
             cdigest = digest("ownchunk", chunk)
             store.put("ownchunk", cdigest, chunk)
@@ -274,20 +297,24 @@ class _Sections:
             chunks.append((cdigest, functools.partial(str, chunk)))
         return chunks
 
-    def _checked(self, team: Team, key: str, entry: Any, count: Counter[Key]) -> tuple[str | None, list[Key]]:
+    def _checked(self, team: Team, key: str, entry: Any) -> tuple[str | None, list[Key], bool]:
         """A team's section, rendered again unless its stored text was rendered with the share it
-        has now, and the names it read (``names``); no text when another unit's files bear one."""
+        has now and the same answer to whether other units' files bear a name starting with the
+        team's (``_Borne.taken``), with the names it read (``names``) and that answer; no text
+        when another unit's files bear a name it read."""
         borne, unit_names, sig, text = entry
         share, given = self.shares.share(team.name, unit_names)
         read = sorted(given)
-        if _shared(count, borne, read):
-            return None, read
-        now = _signature(share, *self.dirs)
+        if _shared(self.borne.count, borne, read):
+            return None, read, False
+        taken = self.borne.taken(team.name, borne)
+        now = digest(_signature(share, *self.dirs), str(taken))
         if sig != now or not isinstance(text, str):
             part = self.part_of(team, key)
-            text = team_section(self.policy, team, merged_outputs([share, part], self.dirs[1]).get(team.name, []))
+            owned = merged_outputs([share, part], self.dirs[1], [team.name] if taken else [])
+            text = team_section(self.policy, team, owned.get(team.name, []))
             self.store.put("ownsec", key, (borne, unit_names, now, text))
-        return text, read
+        return text, read, taken
 
     def _text(self, block: list[tuple[Team, str]], cdigest: str) -> str | None:
         """A kept block's text; from its teams' sections when the entry went meanwhile (None if
@@ -295,7 +322,6 @@ class _Sections:
         chunk = self.store.get("ownchunk", cdigest)
         if isinstance(chunk, str):
             return chunk
-        count: Counter[Key] = Counter()  # the names were checked against every unit's already
-        texts = [self._checked(team, key, self.section(team, key), count)[0] for team, key in block]
+        texts = [self._checked(team, key, self.section(team, key))[0] for team, key in block]
         chunk = sections_text(t or "" for t in texts)
         return chunk if digest("ownchunk", chunk) == cdigest else None
