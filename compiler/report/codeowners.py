@@ -245,11 +245,11 @@ def merged_outputs(parts: Iterable[OwnedPart], out_dir: str, taken: Iterable[str
 
 
 def starting_with(ordered: list[str], prefix: str) -> Iterator[str]:
-    """The names of a sorted list that start with ``prefix``."""
-    for name in ordered[bisect_left(ordered, prefix):]:
-        if not name.startswith(prefix):
+    """The names of a sorted list that start with ``prefix`` (from its place, no copy of the rest)."""
+    for i in range(bisect_left(ordered, prefix), len(ordered)):
+        if not ordered[i].startswith(prefix):
             return
-        yield name
+        yield ordered[i]
 
 
 def _prefixed(dotted: Mapping[str, str | None], everywhere: Mapping[str, str | None], whole: Mapping[str, set[str]],
