@@ -9,7 +9,10 @@ the log carries no absolute path of the machine that made it.
 GitHub code scanning needs a ``region.startLine`` on every result it shows in a file
 (``microsoft/sarif-sdk`` rule GH1003, ``src/Sarif.Multitool.Library/Rules/GH1003.ProvideRequiredRegionProperties.cs``):
 findings about a whole file arrive here placed at the document start
-(``render.place_file_findings``); a finding about a file that does not exist keeps no region.
+(``render.place_file_findings``); a finding about a file that does not exist (a missing fleet.yaml,
+a generated file ``check`` finds gone) has no position to give and gets line 1, where the file would
+begin, without a column: its result then has the region GH1003 asks for (an error of that rule's
+validator) and still names the path, where a notification would drop it from code scanning.
 A result without any location makes the upload fail, the run's other results with it ("expected
 at least one location": github/codeql-action issues 1738 and 2459), so a finding located nowhere
 is a tool notification of the run's invocation instead (``toolExecutionNotifications``, SARIF
@@ -65,8 +68,8 @@ def _result(d: Diagnostic, index: int) -> dict[str, Any]:
     out: dict[str, Any] = {"ruleId": d.code, "ruleIndex": index, "level": LEVELS[d.severity], "message": {"text": text}}
     if d.location is not None:
         physical: dict[str, Any] = {"artifactLocation": {"uri": quote(d.location.file, safe="/"), "uriBaseId": SRCROOT}}
-        if d.location.line > 0:
-            physical["region"] = {"startLine": d.location.line, "startColumn": max(d.location.col, 1)}
+        line = d.location.line
+        physical["region"] = {"startLine": line, "startColumn": max(d.location.col, 1)} if line > 0 else {"startLine": 1}
         out["locations"] = [{"physicalLocation": physical}]
     if d.path:
         out["properties"] = {"path": d.path}
