@@ -69,8 +69,10 @@ def check_size(policy: Policy, size: int, lines: int, limit: int | None = None) 
         "region or business unit)")
 
 
-# Shared generated files (relative to out/, or to the repository root with a leading "/").
-SUMMARIES = ("REPORT.md", "allocation.json")
+# Shared generated files (relative to out/, or to the repository root with a leading "/"), as
+# patterns: REPORT.md with the files its long tables go to (REPORT.<name>.md,
+# compiler.report.report_tables); ``*`` stays within out/, where nothing else is so named.
+SUMMARIES = ("REPORT*.md", "allocation.json")
 REPO_SUMMARIES = ("/.github/CODEOWNERS",)
 
 
@@ -386,7 +388,7 @@ def codeowners_header(policy: Policy, policy_dir: str, out_dir: str) -> str:
     everyone = sorted({o for t in policy.teams for o in t.model.spec.owners} | set(platform_owners))
     lines.append("# Shared generated files: any team owner may approve their regeneration.")
     lines += [f"/{codeowners_path(out_dir)}/{p} {' '.join(everyone)}"
-              for p in (*map(codeowners_path, SUMMARIES), *spare_cohort_lines(policy))]
+              for p in (*SUMMARIES, *spare_cohort_lines(policy))]
     lines += [f"{p} {' '.join(everyone)}" for p in REPO_SUMMARIES]
     lines += ["", "# Each team: its file (the team alone), then its output (the team or the platform, for regenerations).",
               ""]
