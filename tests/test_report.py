@@ -241,3 +241,16 @@ def test_report_size_names_the_largest_markdown_file() -> None:
     [d] = check_report_size(policy, sizes, limit=20)
     assert d.message.startswith("out/REPORT.cluster.onprem.md is 30 bytes for 5 teams")
     assert check_report_size(policy, {**sizes, "REPORT.cluster.onprem.md": 19}, limit=20) == []
+
+
+def test_a_table_of_exactly_rows_inline_rows_stays_inline() -> None:
+    """``report_tables.table``: up to ``ROWS_INLINE`` rows inline, one more to a file of its own;
+    no file taken (``gpupolicy report``), inline whatever its length."""
+    from compiler.report.report_tables import ROWS_INLINE, table
+
+    head, rows = ["| a |", "|---|"], ["| 1 |\n| 2 |"]
+    side: dict[str, Any] = {}
+    assert table(side, "x", "X", head, rows, ROWS_INLINE) == [*head, *rows] and side == {}
+    assert table(None, "x", "X", head, rows, ROWS_INLINE + 1) == [*head, *rows]
+    assert table(side, "x", "X", head, rows, ROWS_INLINE + 1) == [f"{ROWS_INLINE + 1:,} rows, in [REPORT.x.md](REPORT.x.md)."]
+    assert "".join(side["REPORT.x.md"]).endswith("| a |\n|---|\n| 1 |\n| 2 |\n")
