@@ -43,13 +43,12 @@ from compiler.report.codeowners import (
     OwnedPart,
     codeowners_header,
     merged_outputs,
-    name_of,
     owned_part,
     render_codeowners,
     sections_text,
-    starting_with,
     team_section,
 )
+from compiler.report.owner_names import name_of, starting_with
 
 Key = str  # a name a team's lines depend on (``names``)
 
@@ -65,7 +64,7 @@ def stored_part(store: Store, key: str) -> OwnedPart | None:
 
 
 def names(part: OwnedPart) -> set[Key]:
-    """The names a part's team lines depend on (``compiler.report.codeowners.name_of``): they
+    """The names a part's team lines depend on (``compiler.report.owner_names.name_of``): they
     depend on the other files bearing them alone (``bears``)."""
     by_ns, _, single, others, _ = part
     found = {ns for _, ns in by_ns}
@@ -117,7 +116,7 @@ class FleetShares:
         """What of the fleet's part the team's section reads, and the names it bears: the fleet's
         entries bearing the unit's names or those the fleet's files give the team, the files the
         team owns alone, and its namespaces and dotted names starting with the team's name (which
-        decide its prefix line, ``compiler.report.codeowners._prefixed``)."""
+        decide its prefix line, ``compiler.report.owner_names.prefixed_teams``)."""
         read = self.names_of.get(team, set()).union(unit_names)
         prefixed = list(starting_with(self.ordered, team))
         keys = [key for name in read.union(prefixed) for key in self.keys_by_name.get(name, ())]
@@ -189,7 +188,7 @@ def _shared(count: Counter[Key], own: Sequence[Key], read: Sequence[Key]) -> boo
 class _Borne:
     """The names every unit's files bear (``bears``), counted, and which teams' names start one
     that another unit's files bear: then the team has no line for every name starting with its
-    own (``compiler.report.codeowners._prefixed``; another unit's files are never this team's)."""
+    own (``compiler.report.owner_names.prefixed_teams``; another unit's files are never this team's)."""
 
     def __init__(self) -> None:
         self.count: Counter[Key] = Counter()

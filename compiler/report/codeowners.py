@@ -28,10 +28,9 @@ the sources that scope implies (no team file, or the one team's file).
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import defaultdict
 from sys import intern
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Mapping
 
 from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, define
 from compiler.escape import codeowners_path
@@ -39,6 +38,7 @@ from compiler.model.inventory import FileRow, Inventory
 from compiler.model.manifest import Manifest
 from compiler.policy.cohorts import spare_cohort_files
 from compiler.policy.graph import Policy, Team
+from compiler.report.owner_names import agreed, dotted_names, prefixed_teams, rest_of
 from compiler.report.report_size import over_github_limit
 
 # GitHub loads a CODEOWNERS file only under 3 MB ("CODEOWNERS file size", docs.github.com: About code
@@ -88,34 +88,6 @@ REPO_SUMMARIES = ("/.github/CODEOWNERS",)
 # edit recomputes only that part.
 OwnedPart = tuple[dict[tuple[str, str], set[str | None]], dict[tuple[str, str], set[tuple[str, str, str]]],
                   dict[tuple[str, str | None], list[tuple[str, str, str]]], dict[str, str], dict[str, str | None]]
-
-
-def dotted_names(relpath: str) -> list[str]:
-    """The names a namespace's line for every cluster (``/out/*/*/*.<ns>.*yaml``) may match in this
-    file's path: the dot-separated parts of its file name between the first (the kind) and the last
-    (``yaml``), for a file three folders deep (``<cluster>/<component>/<file>``, or ArgoCD's
-    ``argocd/<cluster>/<file>``); none deeper or shallower, which that line cannot match."""
-    parts = relpath.split("/")
-    return parts[2].split(".")[1:-1] if len(parts) == 3 else []
-
-
-def agreed(dotted: dict[str, str | None], name: str, team: str | None) -> None:
-    """Record that a file bearing ``name`` is ``team``'s (None: not one team's)."""
-    dotted[name] = team if dotted.get(name, team) == team else None
-
-
-def rest_of(relpath: str) -> str | None:
-    """A file's path below its first folder (``<cluster>/``), when it is one a line for every
-    cluster (``/out/*/<rest>``) may name: at least a folder deep, since ``out/reports/`` holds files
-    no inventory row lists, but no subfolder."""
-    parts = relpath.split("/", 1)
-    return parts[1] if len(parts) == 2 and "/" in parts[1] else None
-
-
-def name_of(namespace: str | None, relpath: str) -> str | None:
-    """What a file's CODEOWNERS line depends on beyond its own team: its namespace (a DNS label,
-    no '/'), or for a cluster-scoped file its rest (``rest_of``, always with a '/')."""
-    return namespace or rest_of(relpath)
 
 
 def owned_part(files: Iterable[FileRow], team_of: Mapping[str, str]) -> OwnedPart:
@@ -188,9 +160,8 @@ def merged_outputs(parts: Iterable[OwnedPart], out_dir: str, taken: Iterable[str
     class, ``resourceclaimtemplate.<ns>.a100-80gb-mig-3g.40gb-1.yaml``, or a cluster-wide one,
     ``deviceclass._.a100-80gb-mig-3g.40gb.yaml``, bears ``a100-80gb-mig-3g``; ArgoCD's files under
     ``argocd/<cluster>/`` too, which the caller passes with the fleet's). The line stands for the
-    namespace's objects of every kind and its Namespace object (``namespace._.<ns>.yaml``), so it
-    is one line where a line per kind was five or more: at 5,000 teams on 20 clusters the file went
-    from 8.6 to ~2.2 MB, under GitHub's limit. Otherwise the namespace gets one pattern per kind of
+    namespace's objects of every kind and its Namespace object (``namespace._.<ns>.yaml``): one
+    line where a line per kind was five or more. Otherwise the namespace gets one pattern per kind of
     object it holds (``/out/<cluster>/<component>/<kind>.<namespace>.*.yaml``), where the kind and
     the namespace (a DNS label, no dots) are literal, so the ``*`` stands only for the object's
     name. Either way objects the team adds later in its namespace (a claim template for a new
@@ -209,18 +180,12 @@ def merged_outputs(parts: Iterable[OwnedPart], out_dir: str, taken: Iterable[str
     approval until the file is regenerated (the base branch's CODEOWNERS decides): it can cost
     that PR the platform's review, never give this team a file it can change alone, since each
     ``out/`` file is the render of policy files whose own lines do not change (``gpupolicy check``).
-    At 1,000 teams on 20 clusters the lines for every cluster took the file from 8.1 to 1.7 MB.
+    (Sizes at 1,000 to 10,000 teams as each of these came: bench/README.md.)
 
-    A team whose namespaces are named after it (``nlp-train``, ``nlp-serving``) gets one line for
-    all of them and its other files bearing its name (its ClusterQueue, ``clusterqueue._.nlp.yaml``):
-    ``/out/*/*/*.<team>*yaml``, when every name starting with the team's that a file three folders
-    deep bears, or a namespace has, is the team's alone (``_prefixed``; ``taken``: the teams for
-    which files outside these parts bear such a name, as ``compiler.pipeline.owners`` passes when
-    it renders one team's section from its unit's part and its share of the fleet's). A team
-    ``nlp-eu`` beside ``nlp`` bears such names, so ``nlp`` keeps its lines per namespace. At
-    10,000 teams on 50 clusters this took the file from 4.5 to ~2.4 MB, under GitHub's limit
-    (bench/README.md); a file another team's PR adds with a name starting with this team's needs
-    this team's or the platform's approval, as above."""
+    A team whose namespaces are named after it gets one line for all of them and its ClusterQueue,
+    ``/out/*/*/*.<team>*yaml``, when no file of another team or the fleet bears a name starting
+    with the team's (``prefixed_teams``; ``taken``: the teams for which files outside these parts
+    do). Such a file a later PR adds needs this team's or the platform's approval, as above."""
     by_ns: dict[tuple[str, str], set[str | None]] = {}
     kinds: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
     singles: list[tuple[tuple[str, str | None], list[tuple[str, str, str]]]] = []
@@ -246,40 +211,12 @@ def merged_outputs(parts: Iterable[OwnedPart], out_dir: str, taken: Iterable[str
     return owned
 
 
-def starting_with(ordered: list[str], prefix: str) -> Iterator[str]:
-    """The names of a sorted list that start with ``prefix`` (from its place, no copy of the rest)."""
-    for i in range(bisect_left(ordered, prefix), len(ordered)):
-        if not ordered[i].startswith(prefix):
-            return
-        yield ordered[i]
-
-
-def _prefixed(dotted: Mapping[str, str | None], everywhere: Mapping[str, str | None], whole: Mapping[str, set[str]],
-              taken: frozenset[str]) -> set[str]:
-    """The teams that get a line for every name starting with theirs (``merged_outputs``): one of
-    their namespaces with a line of its own starts with the team's name, and every dotted name
-    and namespace starting with it is the team's alone (``everywhere``: a namespace's team on every
-    cluster, None if not one team's)."""
-    owner: dict[str, str | None] = dict(dotted)
-    for name, team in everywhere.items():
-        agreed(owner, name, team)
-    ordered: list[str] | None = None
-    found = set()
-    for team, spaces in whole.items():
-        if team in taken or not any(ns.startswith(team) for ns in spaces):
-            continue
-        ordered = sorted(owner) if ordered is None else ordered
-        if all(owner[name] == team for name in starting_with(ordered, team)):
-            found.add(team)
-    return found
-
-
 def _globbed(by_ns: Mapping[tuple[str, str], set[str | None]], kinds: Mapping[tuple[str, str], set[tuple[str, str, str]]],
              dotted: Mapping[str, str | None], taken: frozenset[str], out: str
              ) -> tuple[dict[tuple[str, str], str], dict[str, set[str]], set[str], dict[str, list[str]]]:
     """The namespaces one team's alone on a cluster; those with a line of their own (team ->
     namespaces: every file bearing the name is the team's, ``dotted``); the teams with a line for
-    every name starting with theirs (``_prefixed``); and each team's patterns: that line, a
+    every name starting with theirs (``prefixed_teams``); and each team's patterns: that line, a
     namespace's line, else one per kind, for every cluster where the namespace is the team's
     alone on each cluster it has files on."""
     globbed: dict[tuple[str, str], str] = {}
@@ -305,7 +242,7 @@ def _globbed(by_ns: Mapping[tuple[str, str], set[str | None]], kinds: Mapping[tu
             owned[team] += [f"/{out}/{literal}*.yaml" for literal in sorted(literals)]
     for team, rests in wide.items():
         owned[team][:0] = [f"/{out}/*/{rest}*.yaml" for rest in sorted(rests)]
-    prefixed = _prefixed(dotted, everywhere, whole, taken)
+    prefixed = prefixed_teams(dotted, everywhere, whole, taken)
     for team, spaces in whole.items():
         lines = [f"/{out}/*/*/*.{codeowners_path(team)}*yaml"] if team in prefixed else []
         owned[team][:0] = lines + [f"/{out}/*/*/*.{codeowners_path(ns)}.*yaml" for ns in sorted(spaces)
