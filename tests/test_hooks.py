@@ -189,8 +189,8 @@ def test_workflow_runs_the_checks_and_hands_the_diff_on() -> None:
     assert set(_triggers(wf)) == {"pull_request", "push"}
     runs = "\n".join(s.get("run", "") for s in _steps(wf))
     for command in ("gpupolicy validate --format github", "gpupolicy check --format github",
-                    'gpupolicy diff --base "origin/${BASE_REF}" --format markdown',
-                    '--max-bytes 1000000 >> "$GITHUB_STEP_SUMMARY"'):
+                    'diff=(gpupolicy diff --base "origin/${BASE_REF}" "${simulate[@]}" --format markdown)',
+                    '"${diff[@]}" --max-bytes 1000000 >> "$GITHUB_STEP_SUMMARY"'):
         assert command in runs
     pr_job = wf["jobs"]["pull-request"]
     # GITOPS302 judges removals against the base branch's out/, not the regenerated one
@@ -198,6 +198,36 @@ def test_workflow_runs_the_checks_and_hands_the_diff_on() -> None:
     assert pr_job["permissions"] == {"contents": "read"}, "the job running the PR's code must hold no write token"
     upload = next(s for s in pr_job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["name"] == "gpupolicy-diff" and "pr-number" in upload["with"]["path"]
+
+
+def test_the_diff_simulates_a_trace_when_a_repository_variable_names_one(tmp_path: Path) -> None:
+    """Opt-in: ``vars.GPUPOLICY_SIMULATE_TRACE`` (and ``GPUPOLICY_SIMULATE_CLUSTER``) reach the diff
+    step through its environment, never spliced into the script (a variable's text would be code),
+    and give both diff runs ``--simulate`` (and ``--simulate-cluster``); unset, neither flag. The
+    step's script run by bash with a stand-in ``gpupolicy`` that prints its arguments."""
+    wf = yaml.safe_load(WORKFLOW.read_text())
+    step = next(s for s in wf["jobs"]["pull-request"]["steps"] if s.get("name") == "Diff against the base branch")
+    assert step["env"]["SIMULATE_TRACE"] == "${{ vars.GPUPOLICY_SIMULATE_TRACE }}"
+    assert step["env"]["SIMULATE_CLUSTER"] == "${{ vars.GPUPOLICY_SIMULATE_CLUSTER }}"
+    assert "${{" not in step["run"]
+    fake = tmp_path / "bin" / "gpupolicy"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nprintf "%s|" "$@"; echo\n')
+    fake.chmod(0o755)
+
+    def args(trace: str, cluster: str) -> list[str]:
+        summary = tmp_path / "summary"
+        summary.write_text("")
+        env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "BASE_REF": "main", "RUNNER_TEMP": str(tmp_path),
+               "GITHUB_STEP_SUMMARY": str(summary), "SIMULATE_TRACE": trace, "SIMULATE_CLUSTER": cluster}
+        subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], env=env, check=True)
+        return [(tmp_path / "gpupolicy-diff.md").read_text(), summary.read_text()]
+
+    plain = "diff|--base|origin/main|--format|markdown|"
+    assert args("", "onprem") == [plain + "\n", plain + "--max-bytes|1000000|\n"]
+    sim = "diff|--base|origin/main|--simulate|traces/jobs.csv|--simulate-cluster|onprem|--format|markdown|"
+    assert args("traces/jobs.csv", "onprem") == [sim + "\n", sim + "--max-bytes|1000000|\n"]
+    assert args("a b;$(x)", "")[0] == "diff|--base|origin/main|--simulate|a b;$(x)|--format|markdown|\n"
 
 
 def test_main_uploads_the_findings_to_code_scanning_when_asked() -> None:
