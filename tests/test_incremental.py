@@ -1563,3 +1563,30 @@ def test_validate_weighs_then_check_through_the_cli(demo_repo: Path) -> None:
     assert r.returncode == 1 and "out/onprem/kueue/clusterqueue._.vision.yaml" in r.stderr, r.stderr
     assert run_cli("build", cwd=demo_repo).returncode == 0
     assert run_cli("check", cwd=demo_repo).returncode == 0
+
+
+def test_a_report_part_held_by_a_rules_process_that_dies_is_rendered_here(
+        demo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The rules' process takes a report part and dies (killed for memory, say): ``in_child`` runs
+    its work again in this process, where that part's task is gone, so this process renders every
+    part itself instead of writing out/ without REPORT.md or allocation.json; the result is the
+    uncached run's (``_check``)."""
+    import compiler.pipeline.stages as stages
+    from compiler.cache import forked
+
+    if not forked._usable():
+        pytest.skip("no usable fork here: the rules run in this process")
+    _check(demo, "none")
+    real, parent, died = stages.policy_unit, os.getpid(), tmp_path / "died"
+
+    def dying(policy: Any, run: Any, tasks: Any, fragments: Any) -> Any:
+        if os.getpid() != parent:
+            if tasks.take() is not None:
+                died.write_text("took a part")
+            os._exit(1)
+        return real(policy, run, tasks, fragments)
+
+    monkeypatch.setattr(stages, "policy_unit", dying)
+    mutate(demo, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    inc = _check(demo, "partial")
+    assert died.exists() and {"REPORT.md", "allocation.json"} <= set(inc.out_digests)

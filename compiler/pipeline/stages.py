@@ -102,7 +102,10 @@ def compile_run(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -
             def reported() -> list[StoredPart] | None:
                 _, theirs, used = unit()
                 run.store.used.update(("fragment", key) for key in [*used, *fragments.used])
-                return joined(theirs, mine())
+                parts = joined(theirs, mine())
+                if parts is not None and len(parts) < len(REPORT_PARTS):  # the child died holding one
+                    parts = report_parts(policy, run, Tasks(len(REPORT_PARTS)), fragments)  # (in_child ran it here)
+                return parts
 
             checks = Pending(rules)
             reports = Pending(reported)
