@@ -136,6 +136,21 @@ def test_team_defined_twice(tmp_path: Path) -> None:
     assert any("also defined in policies/teams/vision.yaml" in m for m in msgs), msgs
 
 
+def test_lending_over_a_guarantee_is_located_in_its_own_file_when_the_name_is_reused(tmp_path: Path) -> None:
+    """KUEUE002 (a team-scope check) reads the team's own budgets: with vision's file copied to
+    vision2.yaml (FLEET003) and only the original lending more than it is guaranteed, the finding
+    names the original's line, not the file the name resolves to last (the copy)."""
+    root = copy_demo(tmp_path)
+    vision = root / "policies/teams/vision.yaml"
+    (root / "policies/teams/vision2.yaml").write_text(vision.read_text())
+    vision.write_text(vision.read_text().replace("lend: 4", "lend: 12", 1))
+    res = compile_dir(root)
+    found = [d for d in res.diagnostics if d.code == "KUEUE002"]
+    assert len(found) == 1 and found[0].location is not None, found
+    assert found[0].location.file == "policies/teams/vision.yaml"
+    assert found[0].location.line == line_of(root, "teams/vision.yaml", "lend: 12")
+
+
 def test_over_capacity_message_has_numbers(tmp_path: Path) -> None:
     root = copy_demo(tmp_path)
     mutate(root, "teams/nlp.yaml", "guaranteed: 32", "guaranteed: 60")
