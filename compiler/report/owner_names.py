@@ -49,8 +49,8 @@ def starting_with(ordered: list[str], prefix: str) -> Iterator[str]:
         yield ordered[i]
 
 
-def prefixed_teams(dotted: Mapping[str, str | None], everywhere: Mapping[str, str | None], whole: Mapping[str, set[str]],
-              taken: frozenset[str]) -> set[str]:
+def prefixed_teams(dotted: Mapping[str, str | None], everywhere: Mapping[str, str | None],
+                   whole: Mapping[str, set[str]], taken: frozenset[str]) -> set[str]:
     """The teams that get a line for every name starting with theirs (``/out/*/*/*.<team>*yaml``,
     ``compiler.report.codeowners.merged_outputs``): one of their namespaces with a line of its own
     starts with the team's name, and every dotted name and namespace starting with it is the

@@ -16,10 +16,9 @@ from typing import Mapping
 
 from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, define
 from compiler.policy.graph import Policy
-from compiler.report.report_tables import ROWS_INLINE
+from compiler.report.report_tables import REPORT, ROWS_INLINE, is_report_markdown
 
 GITHUB_RENDER_BYTES = 2_000_000  # "generally less than 2 MB": the larger reading of MB would promise too much
-REPORT = "REPORT.md"
 TOO_LARGE = define(
     "GITOPS404", "The rendered REPORT.md and the files of its long tables (REPORT.<name>.md) are under the 2 MB "
     "GitHub renders as Markdown: over it GitHub shows a file as plain text or not at all.",
@@ -43,14 +42,10 @@ def check_report_size(policy: Policy, sizes: Mapping[str, int], limit: int | Non
     """GITOPS404 from the rendered report files' sizes (``out/``-relative path -> bytes): on the
     largest of REPORT.md and the files its long tables went to (``REPORT.<name>.md``)."""
     limit = GITHUB_RENDER_BYTES if limit is None else limit
-    size, path = max(((n, rel) for rel, n in sizes.items() if rel == REPORT or _table_file(rel)), default=(0, REPORT))
+    size, path = max(((n, rel) for rel, n in sizes.items() if is_report_markdown(rel)), default=(0, REPORT))
     return over_github_limit(
         TOO_LARGE, policy, size, limit, f"out/{path} is {size:,} bytes for {len(policy.teams):,} teams, over the "
         f"{limit:,} GitHub renders as Markdown: GitHub shows it as plain text or not at all",
         hint=f"a table of more than {ROWS_INLINE:,} rows already has a file of its own (REPORT.<name>.md); this one is "
         "still too large: read it locally or as raw text; for one team, `gpupolicy explain <team>` shows its "
         "share, and out/allocation.json holds the same figures for tools")
-
-
-def _table_file(rel: str) -> bool:
-    return rel.startswith("REPORT.") and rel.endswith(".md") and "/" not in rel
