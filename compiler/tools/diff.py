@@ -36,21 +36,20 @@ from __future__ import annotations
 import difflib
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from compiler.cache.forked import in_child
 from compiler.cache.store import NullStore, Store, digest
 from compiler.diagnostics import Diagnostic, UsageError, has_errors
-from compiler.load.paths import display_path
 from compiler.model.manifest import Manifest
 from compiler.pipeline.options import Options
 from compiler.pipeline.run import compile_policies, unit_keys
 from compiler.pipeline.waivers import today
 from compiler.policy.graph import Policy
 from compiler.policy.priorities import team_priorities
-from compiler.tools.diff_base import scratch_dir, write_base
+from compiler.tools.diff_base import scratch_dir, side_options, write_base
 from compiler.tools.diff_flags import Flag, Index, find_flags, index
 from compiler.tools.diff_fleet import fleet_changes, fleet_facts
 
@@ -150,13 +149,6 @@ class DiffReport:
     removed: list[str]
     modified: list[tuple[str, str]]  # path, unified diff
     flags: list[Flag]
-
-
-def side_options(opts: Options, root: Path, policy_dir: Path) -> Options:
-    """The command's options for a tree at ``root``: the same keys as ``check`` there, so the
-    units it stored serve both sides."""
-    out = Path(display_path(opts.out_dir, opts.root))
-    return replace(opts, root=root, policy_dir=policy_dir, out_dir=root / out)
 
 
 def compile_side(opts: Options, store: Store | None = None, shared: frozenset[str] = frozenset(),

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 from compiler.cache.store import digest
 from compiler.diagnostics import UsageError
+from compiler.load.paths import display_path
+from compiler.pipeline.options import Options
 
-__all__ = ["SCRATCH_FREE", "extract_base", "scratch_dir", "write_base"]
+__all__ = ["SCRATCH_FREE", "extract_base", "scratch_dir", "side_options", "write_base"]
 
 
 def _git(repo: Path, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -33,6 +36,13 @@ def scratch_dir() -> str | None:
     except OSError:
         return None
     return shm if free.f_bavail * free.f_frsize >= SCRATCH_FREE else None
+
+
+def side_options(opts: Options, root: Path, policy_dir: Path) -> Options:
+    """The command's options for a tree at ``root``: the same keys as ``check`` there, so the
+    units it stored serve both sides."""
+    out = Path(display_path(opts.out_dir, opts.root))
+    return replace(opts, root=root, policy_dir=policy_dir, out_dir=root / out)
 
 
 def _blobs(top: Path, shas: list[bytes]) -> list[bytes]:

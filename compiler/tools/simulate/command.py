@@ -18,9 +18,15 @@ from compiler import escape
 from compiler.cli.render import print_to_stderr
 from compiler.diagnostics import EXIT_OK, EXIT_POLICY, UsageError
 from compiler.pipeline.options import Options
-from compiler.pipeline.run import compile_policies
 from compiler.tools.simulate.cluster import Cluster
-from compiler.tools.simulate.compare import RENDERERS, Run, pick_cluster, simulate_pair_or_problems
+from compiler.tools.simulate.compare import (
+    RENDERERS,
+    Run,
+    compiled_files,
+    pick_cluster,
+    simulate_pair_or_problems,
+    store_of,
+)
 from compiler.tools.simulate.objects import ObjectsError, load_setup, read_out_dir
 from compiler.tools.simulate.render import explain_job, explain_job_json, render_json, render_markdown, render_text
 from compiler.tools.simulate.replay import replay
@@ -32,10 +38,9 @@ BAR = 30
 
 
 def head_files(opts: Options) -> Mapping[str, bytes] | None:
-    """The working tree's rendered files, compiled in memory (diagnostics on stderr; None if it
-    does not compile)."""
-    opts.verify = False
-    res = compile_policies(opts)
+    """The working tree's rendered files, compiled in memory as ``check`` compiles them, through
+    the store (``compiled_files``; diagnostics on stderr; None if it does not compile)."""
+    res = compiled_files(opts, store_of(opts))
     if res.diagnostics:
         print_to_stderr(res.diagnostics, opts.root)
     return res.out_files if res.ok else None

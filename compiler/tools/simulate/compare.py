@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from compiler import escape
+from compiler.cache.store import NullStore, Store
 from compiler.diagnostics import EXIT_OK, UsageError
 from compiler.pipeline.options import Options
-from compiler.pipeline.run import compile_policies
-from compiler.tools.diff_base import extract_base
+from compiler.pipeline.run import Result, compile_policies
+from compiler.tools.diff_base import extract_base, scratch_dir, side_options
 from compiler.tools.simulate.cluster import Cluster
+from compiler.tools.simulate.kept import kept_report, replay_key
 from compiler.tools.simulate.objects import ObjectsError, clusters_in, load_setup
 from compiler.tools.simulate.replay import replay
 from compiler.tools.simulate.report import Report, TeamStats, summarize
@@ -59,16 +61,30 @@ class Run:
     checkpoint: float = 0.0
 
 
-def base_files(opts: Options, ref: str) -> tuple[Mapping[str, bytes] | None, str]:
-    """The rendered files of ``ref`` (None and a note when it has no policies or does not compile)."""
-    with tempfile.TemporaryDirectory(prefix="gpupolicy-simulate-") as tmp:
+def store_of(opts: Options) -> Store:
+    """The store the compiles and replays go through (none with ``--no-cache``)."""
+    return Store(opts.root) if opts.cache else NullStore()
+
+
+def compiled_files(opts: Options, store: Store) -> Result:
+    """The rendered files of the tree ``opts`` names, compiled in memory through ``store`` with
+    the keys ``check`` and ``diff`` use there (so their units serve: the diff step compiles both
+    revisions just before, ``gpupolicy build`` the work tree), without the reports a replay does
+    not read."""
+    return compile_policies(opts, store, objects=False, reports=False)
+
+
+def base_files(opts: Options, ref: str, store: Store) -> tuple[Mapping[str, bytes] | None, str]:
+    """The rendered files of ``ref`` (None and a note when it has no policies or does not compile),
+    read when asked (a replay reads one cluster's Kueue objects)."""
+    with tempfile.TemporaryDirectory(prefix="gpupolicy-simulate-", dir=scratch_dir()) as tmp:
         root, policy_dir, existed = extract_base(opts.root, opts.policy_dir, ref, Path(tmp))
         if not existed:
             return None, f"no policy directory at {ref}"
-        res = compile_policies(Options(root=root, policy_dir=policy_dir, out_dir=root / "out", verify=False))
+        res = compiled_files(side_options(opts, root, policy_dir), store)
         if not res.ok:
             return None, f"the policies at {ref} do not compile"
-        return dict(res.out_files), ""
+        return res.out_files, ""
 
 
 def pick_cluster(files: Mapping[str, bytes], wanted: str | None) -> str:
@@ -82,25 +98,31 @@ def pick_cluster(files: Mapping[str, bytes], wanted: str | None) -> str:
     return cluster
 
 
-def report_of(files: Mapping[str, bytes], cluster: str, run: Run) -> Report:
-    """Replay ``run`` against one side's objects (TraceError / ObjectsError propagate)."""
-    setup = load_setup(files, cluster)
-    jobs, _, _ = read_trace(run.trace, setup, TeamMapping.load(run.mapping))
-    compress(jobs, run.load)
-    return summarize(replay(Cluster.of(setup), jobs, run.checkpoint), jobs, baselines=False)
+def report_of(files: Mapping[str, bytes], cluster: str, run: Run, store: Store) -> Report:
+    """Replay ``run`` against one side's objects (TraceError / ObjectsError propagate), or the
+    report of the same replay kept in ``store`` (``compiler.tools.simulate.kept``)."""
+    def replayed() -> Report:
+        setup = load_setup(files, cluster)
+        jobs, _, _ = read_trace(run.trace, setup, TeamMapping.load(run.mapping))
+        compress(jobs, run.load)
+        return summarize(replay(Cluster.of(setup), jobs, run.checkpoint), jobs, baselines=False)
+
+    key = replay_key(files, cluster, run.trace, run.mapping, run.load, run.checkpoint)
+    return kept_report(store, key, replayed)
 
 
 def simulate_pair(opts: Options, ref: str, head_files: Mapping[str, bytes], run: Run) -> Pair:
     """Head and base reports for the same trace; a base that cannot be had is a note, not an error."""
+    store = store_of(opts)
     cluster = pick_cluster(head_files, run.cluster)
-    head = report_of(head_files, cluster, run)
-    files, note = base_files(opts, ref)
+    head = report_of(head_files, cluster, run, store)
+    files, note = base_files(opts, ref, store)
     base = None
     if files is not None and cluster not in clusters_in(files):
         note = f"cluster {cluster} has no Kueue objects at {ref}"
     elif files is not None:
         try:
-            base = report_of(files, cluster, run)
+            base = report_of(files, cluster, run, store)
         except (TraceError, ObjectsError) as exc:  # the base side's problems are a note, not an error
             note = f"the trace does not map onto {ref}'s queues ({str(exc).splitlines()[0]})"
     return Pair(ref, cluster, head, base, note)

@@ -90,59 +90,110 @@ class Report:
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Report:
+        """The report ``as_json`` gave (``compiler.tools.simulate.kept``)."""
+        return cls(**{**data, "teams": [TeamStats(**t) for t in data["teams"]]})
+
 
 def _integrals(out: Outcome, span_start: float) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
-    """(guarantee used, borrowed, lent) GPU-seconds per team."""
+    """(guarantee used, borrowed, lent) GPU-seconds per team: the time-integrals the module
+    docstring defines, over the usage changes.
+
+    Each (queue, flavor-resource) is brought up to date only when its own usage changes (and once
+    at the end): between its changes its guarantee used and borrowing are constant, and its lending
+    is its unused lendable quota times the integral of its tree's borrowing / lendable total, which
+    the tree keeps as one running sum (``_Tree.ratio``). A pass over every queue of the tree at
+    every change (the definition read literally) took ~6 s per side for 5,000 jobs on a cluster
+    of 1,000 teams; ``tests/test_simulate_replay.py`` holds this to that reading."""
     cl = out.cluster
-    nominal: dict[tuple[str, FR], int] = {}
-    lendable: dict[tuple[str, FR], int] = {}
-    for spec in cl.setup.queues.values():
-        for fr, quota in spec.quotas.items():
-            nominal[(spec.name, fr)] = quota.nominal
-            lendable[(spec.name, fr)] = quota.nominal if quota.lending_limit is None or spec.cohort is None \
-                else min(quota.nominal, quota.lending_limit)
+    trees: dict[tuple[str, str, FR], _Tree] = {}  # by root Cohort, or by queue for one in no Cohort
     pools: dict[tuple[str, FR], int] = {}
     for c in cl.setup.cohorts.values():
         root = cl.tree.cohorts[c.name].root().name
         for fr, quota in c.quotas.items():
             pools[(root, fr)] = pools.get((root, fr), 0) + quota.nominal
-    root_of = {q: (cl.node(q).root().name if cl.node(q).parent else q) for q in cl.setup.queues}
-    members: dict[tuple[str, FR], list[str]] = {}
-    for (name, fr) in nominal:
-        members.setdefault((root_of[name], fr), []).append(name)
-    used = dict.fromkeys(nominal, 0)
-    g_used = dict.fromkeys(cl.setup.queues, 0.0)
-    borrowed = dict.fromkeys(cl.setup.queues, 0.0)
-    lent = dict.fromkeys(cl.setup.queues, 0.0)
-    log = sorted(out.usage_log, key=lambda e: e[0])
-    t_prev = span_start
-    i = 0
-    while i <= len(log):
-        t = log[i][0] if i < len(log) else out.end
-        dt = t - t_prev
-        if dt > 0:
-            for (root, fr), qs in members.items():
-                total_b = 0
-                idle: dict[str, int] = {}
-                for q in qs:
-                    u, nom = used[(q, fr)], nominal[(q, fr)]
-                    g_used[q] += min(u, nom) * dt
-                    if u > nom:
-                        borrowed[q] += (u - nom) * dt
-                        total_b += u - nom
-                    elif cl.node(q).parent is not None:
-                        idle[q] = max(0, lendable[(q, fr)] - u)
-                denom = sum(idle.values()) + pools.get((root, fr), 0)
-                if total_b and denom:
-                    for q, v in idle.items():
-                        lent[q] += total_b * v / denom * dt
-        if i == len(log):
-            break
-        _, cq, fr, delta = log[i]
-        used[(cq, fr)] = used.get((cq, fr), 0) + delta
-        t_prev = t
-        i += 1
-    return g_used, borrowed, lent
+    share: dict[tuple[str, FR], _Share] = {}
+    for spec in cl.setup.queues.values():
+        node = cl.node(spec.name)
+        where = ("cohort", node.root().name) if node.parent else ("queue", spec.name)
+        for fr, quota in spec.quotas.items():
+            lendable = quota.nominal if quota.lending_limit is None or spec.cohort is None \
+                else min(quota.nominal, quota.lending_limit)
+            tree = trees.get((*where, fr))
+            if tree is None:
+                pool = pools.get((where[1], fr), 0) if node.parent else 0
+                tree = trees[(*where, fr)] = _Tree(pool, span_start)
+            share[(spec.name, fr)] = _Share(spec.name, tree, quota.nominal, lendable, node.parent is not None,
+                                            span_start)
+    totals = (dict.fromkeys(cl.setup.queues, 0.0), dict.fromkeys(cl.setup.queues, 0.0),
+              dict.fromkeys(cl.setup.queues, 0.0))
+    for t, cq, fr, delta in sorted(out.usage_log, key=lambda e: e[0]):
+        one = share.get((cq, fr))
+        if one is not None:
+            one.change(t, delta, totals)
+    for one in share.values():
+        one.change(out.end, 0, totals)
+    return totals
+
+
+class _Tree:
+    """A cohort tree's borrowing and unused lendable quota for one flavor-resource (its Cohorts'
+    pools included), and the running integral of their ratio (the lending rate of one unit of
+    unused lendable quota)."""
+
+    __slots__ = ("borrowed", "idle", "ratio", "since")
+
+    def __init__(self, pool: int, start: float) -> None:
+        self.borrowed = 0
+        self.idle = pool
+        self.ratio = 0.0
+        self.since = start
+
+    def advance(self, t: float) -> float:
+        if t > self.since:
+            if self.borrowed and self.idle:
+                self.ratio += self.borrowed / self.idle * (t - self.since)
+            self.since = t
+        return self.ratio
+
+
+class _Share:
+    """One queue's usage of one flavor-resource and the integrals it has added up to ``since``."""
+
+    __slots__ = ("idle", "lendable", "lends", "name", "nominal", "ratio", "since", "tree", "used")
+
+    def __init__(self, name: str, tree: _Tree, nominal: int, lendable: int, lends: bool, start: float) -> None:
+        self.name, self.tree, self.nominal, self.lendable, self.lends = name, tree, nominal, lendable, lends
+        self.used = 0
+        self.since = start
+        self.ratio = 0.0
+        self.idle = self._idle()
+        tree.idle += self.idle
+
+    def _idle(self) -> int:  # a queue in no Cohort lends nothing (nor can its tree borrow)
+        return max(0, self.lendable - self.used) if self.lends and self.used <= self.nominal else 0
+
+    def change(self, t: float, delta: int, totals: tuple[dict[str, float], ...]) -> None:
+        g_used, borrowed, lent = totals
+        ratio = self.tree.advance(t)
+        if t > self.since:
+            dt = t - self.since
+            g_used[self.name] += min(self.used, self.nominal) * dt
+            if self.used > self.nominal:
+                borrowed[self.name] += (self.used - self.nominal) * dt
+            self.since = t
+        if self.idle:
+            lent[self.name] += self.idle * (ratio - self.ratio)
+        self.ratio = ratio
+        if delta:
+            tree = self.tree
+            tree.borrowed -= max(0, self.used - self.nominal)
+            tree.idle -= self.idle
+            self.used += delta
+            self.idle = self._idle()
+            tree.borrowed += max(0, self.used - self.nominal)
+            tree.idle += self.idle
 
 
 def _pending(tr: Track, end: float) -> list[tuple[float, float]]:

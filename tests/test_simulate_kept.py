@@ -1,0 +1,115 @@
+"""Replays kept in the store (``compiler.tools.simulate.kept``): keyed by everything a replay
+reads, taken back equal, and never stale."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import REPO, run_cli
+from test_simulate_cli import TRACE, _budget_change, trace
+
+from compiler.cache.store import Store
+from compiler.pipeline.units import LazyFiles
+from compiler.tools.simulate import kept
+from compiler.tools.simulate.compare import Run, report_of
+from compiler.tools.simulate.objects import read_out_dir
+
+
+def _files() -> dict[str, bytes]:
+    return read_out_dir(REPO / "out")
+
+
+def test_replay_key_reads_every_input_and_nothing_else(tmp_path: Path) -> None:
+    files = _files()
+    t = Path(trace(tmp_path))
+    key = kept.replay_key(files, "onprem", t, None, 1.0, 0.0)
+    assert key is not None and key == kept.replay_key(dict(files), "onprem", t, None, 1.0, 0.0)
+    changed = {
+        "cluster": kept.replay_key(files, "cloud", t, None, 1.0, 0.0),
+        "load": kept.replay_key(files, "onprem", t, None, 2.0, 0.0),
+        "checkpoint": kept.replay_key(files, "onprem", t, None, 1.0, 0.5),
+    }
+    mapping = tmp_path / "mapping.yaml"
+    mapping.write_text("teams: {}\n")
+    changed["mapping"] = kept.replay_key(files, "onprem", t, mapping, 1.0, 0.0)
+    mapping.write_text("teams: {a: nlp}\n")
+    changed["mapping bytes"] = kept.replay_key(files, "onprem", t, mapping, 1.0, 0.0)
+    other = tmp_path / "other.csv"
+    other.write_text(TRACE.replace("3600", "3601"))
+    changed["trace bytes"] = kept.replay_key(files, "onprem", other, None, 1.0, 0.0)
+    as_json = tmp_path / "trace.json"
+    as_json.write_bytes(t.read_bytes())
+    changed["trace suffix"] = kept.replay_key(files, "onprem", as_json, None, 1.0, 0.0)
+    for path in ("onprem/kueue/clusterqueue._.nlp.yaml", "argocd/onprem/application.argocd.gpupolicy-onprem-kueue-chart.yaml"):
+        edited = {**files, path: files[path] + b"# x\n"}
+        changed[path] = kept.replay_key(edited, "onprem", t, None, 1.0, 0.0)
+    namespaces = next(p for p in files if p.startswith("onprem/namespaces/"))
+    changed[namespaces] = kept.replay_key({**files, namespaces: b"x"}, "onprem", t, None, 1.0, 0.0)
+    for what, other_key in changed.items():
+        assert other_key is not None and other_key != key, what
+    assert len(set(changed.values())) == len(changed)
+    # what the replay does not read: the other cluster's objects, the reports
+    unread = {**files, "REPORT.md": b"x", next(p for p in files if p.startswith("cloud/kueue/")): b"x"}
+    assert kept.replay_key(unread, "onprem", t, None, 1.0, 0.0) == key
+    # a compile's files are keyed by the digests it holds, without reading them
+    lazy = LazyFiles({p: kept.file_digest(files, p) for p in files}, lambda rel: (_ for _ in ()).throw(AssertionError(rel)))
+    assert kept.replay_key(lazy, "onprem", t, None, 1.0, 0.0) == key
+    assert kept.replay_key(files, "onprem", tmp_path / "missing.csv", None, 1.0, 0.0) is None
+
+
+def test_a_kept_report_is_the_replay_and_a_bad_entry_replays(tmp_path: Path) -> None:
+    files = _files()
+    run = Run(Path(trace(tmp_path)), "onprem")
+    store = Store(tmp_path / "repo")
+    (tmp_path / "repo").mkdir()
+    first = report_of(files, "onprem", run, store)
+    assert first.jobs == 6 and first.teams and first.never_fit
+    key = kept.replay_key(files, "onprem", run.trace, None, 1.0, 0.0)
+    assert key is not None and store.has(kept.KIND, key)
+
+    def fail() -> kept.Report:
+        raise AssertionError("replayed again")
+
+    again = kept.kept_report(Store(tmp_path / "repo"), key, fail)  # a new process's store
+    assert again == first and again.as_json() == first.as_json()
+    assert isinstance(again.never_fit[0], tuple) and isinstance(again.teams[0].causes, list)
+    calls: list[int] = []
+
+    def counted() -> kept.Report:
+        calls.append(1)
+        return first
+
+    entry = tmp_path / "repo" / ".gpupolicy-cache" / kept.KIND / key
+    entry.write_bytes(b"garbage")
+    assert kept.kept_report(Store(tmp_path / "repo"), key, counted) == first and calls == [1]
+    store = Store(tmp_path / "repo")
+    store.put(kept.KIND, key, {"cluster": "onprem"})  # another layout under the key: replayed
+    assert kept.kept_report(store, key, counted) == first and calls == [1, 1]
+    assert kept.kept_report(store, None, counted) == first and calls == [1, 1, 1]
+
+
+def test_diff_simulate_twice_replays_once_and_never_stale(tmp_path: Path) -> None:
+    """The PR diff step's two runs: the second takes both replays from the store and prints the
+    same; another trace is replayed again; ``--no-cache`` keeps nothing."""
+    root = _budget_change(tmp_path)
+    t = trace(root)
+    args = ("diff", "--base", "HEAD", "--simulate", t, "--simulate-cluster", "onprem", "--format", "json")
+    first = run_cli(*args, cwd=root)
+    assert first.returncode == 0, first.stderr
+    entries = root / ".gpupolicy-cache" / kept.KIND
+    assert len(list(entries.iterdir())) == 2  # the base's objects and the work tree's differ
+    second = run_cli(*args, cwd=root)
+    assert second.returncode == 0 and second.stdout == first.stdout
+    old = json.loads(first.stdout)["simulate"]
+    trace(root, TRACE.replace("0,3600,32,nlp", "0,3600,4,nlp"))
+    third = json.loads(run_cli(*args, cwd=root).stdout)["simulate"]
+    assert len(list(entries.iterdir())) == 4
+    assert third["head_report"] != old["head_report"] and third["base_report"] != old["base_report"]
+    # nlp-big asked 32 of the 8 nlp now has: it never fit; at 4 it does (the replay ran again)
+    assert [j for j, _ in old["head_report"]["never_fit"]] == ["nlp-big", "nlp-huge"]
+    assert [j for j, _ in third["head_report"]["never_fit"]] == ["nlp-huge"]
+    trace(root, TRACE.replace("0,3600,32,nlp", "0,3600,2,nlp"))
+    r = run_cli(*args, "--no-cache", cwd=root)
+    assert r.returncode == 0, r.stderr
+    assert len(list(entries.iterdir())) == 4
