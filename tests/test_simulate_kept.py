@@ -87,6 +87,10 @@ def test_a_kept_report_is_the_replay_and_a_bad_entry_replays(tmp_path: Path) -> 
     store.put(kept.KIND, key, {"cluster": "onprem"})  # another layout under the key: replayed
     assert kept.kept_report(store, key, counted) == first and calls == [1, 1]
     assert kept.kept_report(store, None, counted) == first and calls == [1, 1, 1]
+    for i in range(40):  # other traces' replays: the store keeps a bounded number
+        kept.kept_report(Store(tmp_path / "repo"), f"{i:032x}", counted)
+    left = {p.name for p in entry.parent.iterdir()}
+    assert f"{39:032x}" in left and len(left) <= 2 * 16 + 1
 
 
 def test_diff_simulate_twice_replays_once_and_never_stale(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ the second run replayed ~104 s for nothing. A replay's report is a pure function
 ``report_of`` reads: the objects of the cluster (``setup_paths``, by their digests), the trace's
 and the mapping's bytes (and the trace's suffix, which chooses its reader), ``--load``,
 ``--checkpoint``, and the compiler (``compiler_fingerprint``: a new simulator replays again). It
-is kept under a digest of all of them (kind ``simulation``); a trace that cannot be read, or a
-missing, corrupt or foreign entry, only costs the replay.
+is kept under a digest of all of them (kind ``simulation``, pruned as ``diff``'s base sides
+are); a trace that cannot be read, or a missing, corrupt or foreign entry, only costs the replay.
 """
 
 from __future__ import annotations
@@ -59,4 +59,5 @@ def kept_report(store: Store, key: str | None, replay: Callable[[], Report]) -> 
     report = replay()
     if key is not None:
         store.put(KIND, key, report.as_json(), compress=True)
+        store.prune((KIND,))  # the replays other runs kept, past twice those this one used (or 16)
     return report
