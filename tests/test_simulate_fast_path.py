@@ -40,7 +40,7 @@ job_specs = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40), st.integer
                                st.sampled_from([0, 10, 100])), min_size=1, max_size=30)
 
 
-def _cluster(spec: Any, fast: bool) -> Cluster:
+def _cluster(spec: Any, fast: bool, reverse: bool = False) -> Cluster:
     queues, pool, fair, strategy, strategies = spec
     cqs = []
     for i, (nominal, borrow, lend, second, within, reclaim, bwc, weight, sub) in enumerate(queues):
@@ -52,16 +52,17 @@ def _cluster(spec: Any, fast: bool) -> Cluster:
                       weight=float(weight), strategy=strategy))
     cohorts = [cohort("root", quotas={("f", GPU): quota(str(pool))}), cohort("sub0", "root"),
                cohort("sub1", "root", weight=2.0)]
-    cl = Cluster.of(setup(cqs, cohorts, fair_sharing=fair, strategies=strategies))
+    cl = Cluster.of(setup(cqs[::-1] if reverse else cqs, cohorts, fair_sharing=fair, strategies=strategies))
     cl.fast = fast
     return cl
 
 
-def _story(spec: Any, rows: list[tuple[int, int, int, int, int]], fast: bool) -> list[tuple[Any, ...]]:
+def _story(spec: Any, rows: list[tuple[int, int, int, int, int]], fast: bool,
+           reverse: bool = False) -> list[tuple[Any, ...]]:
     n = len(spec[0])
     jobs = [Job(f"j{i}", f"q{q % n}", f"q{q % n}", t, d, {GPU: g * SCALE}, p, gpus=g)
             for i, (q, t, d, g, p) in enumerate(rows)]
-    out = replay(_cluster(spec, fast), jobs)
+    out = replay(_cluster(spec, fast, reverse), jobs)
     return [(tr.job.name, tr.first_admit, tr.finish, tr.runs, tr.flavors, tr.preempted_by, tr.caused,
              sorted(tr.causes.items()), tr.never_fits) for tr in out.tracks] + [(out.cycles, out.stalled)]
 
@@ -173,3 +174,23 @@ def test_a_queue_in_no_cohort_is_its_own_tree_whatever_its_name() -> None:
     _, borrowed, lent = _integrals(out, 0.0)
     assert borrowed["b"] == 2 * SCALE * 100.0
     assert lent["ai"] == 0.0 and lent["a"] == 2 * SCALE * 100.0 * 2 / 4  # a's 2 idle of 2 + the pool's 2
+
+
+@settings(max_examples=max(EXAMPLES // 4, 10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster_specs, job_specs)
+def test_asking_only_the_queues_with_workloads_changes_nothing(spec: Any, rows: list[tuple[int, int, int, int, int]]
+                                                               ) -> None:
+    """A cycle that asks only the queues holding workloads for their heads (``replay.SPARSE``)
+    replays exactly as one that asks every queue."""
+    from compiler.tools.simulate import replay as module
+
+    was = module.SPARSE
+    try:
+        for reverse in (False, True):  # the queues' order, by name and not
+            module.SPARSE = 0  # always only the queues with workloads
+            sparse = _story(spec, rows, True, reverse)
+            module.SPARSE = None  # always every queue
+            every = _story(spec, rows, True, reverse)
+            assert sparse == every
+    finally:
+        module.SPARSE = was

@@ -167,6 +167,11 @@ class _Queue:
         return [(h, key) for h, heap in self.heaps.items() for _, _, key in heap]
 
 
+# A cycle asks only the queues holding workloads for their heads, in the queues' order, while
+# they are at most one in SPARSE (else every queue, without sorting them; None: every queue always)
+SPARSE: int | None = 4
+
+
 def _shape(wl: Workload) -> tuple[object, ...]:
     return (tuple(sorted(wl.requests.items())), tuple(sorted(wl.node_selector.items())), wl.priority)
 
@@ -217,6 +222,14 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
         explained[quick] = hit
         return hit
 
+    order = {q: i for i, q in enumerate(queues)}
+    waiting: set[str] = set()  # the queues holding a workload
+
+    def popped(name: str, h: tuple[object, ...]) -> None:
+        queues[name].pop(h)
+        if not queues[name].heaps:
+            waiting.discard(name)
+
     def release(tr: Track, now: float) -> None:
         for fr, v in tr.wl.usage.items():
             log.append((now, tr.wl.cq, fr, -v))
@@ -246,6 +259,7 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                 q = queues[tr.wl.cq]
                 tr.pending_since = now
                 tr.prefix = q.push(_shape(tr.wl), tr.wl) or behind[tr.wl.cq]
+                waiting.add(tr.wl.cq)
                 if q.strict:
                     q.unpark()
         idle = 0
@@ -257,8 +271,12 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                 out.stalled.append(f"t={now:.0f}s: more than {MAX_CYCLES_PER_INSTANT} cycles; moved on")
                 break
             heads: list[tuple[str, tuple[object, ...], Workload]] = []
-            for name, q in queues.items():
-                top = q.head()
+            # the queues with workloads, in the queues' order: at 1,000 teams most are empty, and
+            # asking each for its head every cycle was a third of a replay
+            sparse = SPARSE is not None and SPARSE * len(waiting) <= len(queues)
+            names = sorted(waiting, key=order.__getitem__) if sparse else queues
+            for name in names:
+                top = queues[name].head()
                 if top is not None:
                     heads.append((name, top[0], tracks[top[1]].wl))
             if not heads:
@@ -271,7 +289,7 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                 if e.status == "admitted":
                     progress_made = True
                     queues[name].charge(tr, h, now)
-                    queues[name].pop(h)
+                    popped(name, h)
                     tr.wait += now - tr.pending_since
                     if tr.first_admit < 0:
                         tr.first_admit = now
@@ -299,7 +317,7 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                     cause = explain(e)
                     if e.assignment.never_fits:
                         tr.never_fits = cause
-                        queues[name].pop(h)
+                        popped(name, h)
                         continue
                     queues[name].note(h, now, cause)
                     queues[name].park(h)
@@ -312,6 +330,7 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                     queues[name].park(bucket)
         for victim in evicted:
             queues[victim.wl.cq].push(_shape(victim.wl), victim.wl)
+            waiting.add(victim.wl.cq)
         if evicted and not events and wakeups < MAX_IDLE_CYCLES:  # let the requeued victims run
             heapq.heappush(events, (now + EVICTION_S, 2, seq, "", 0))
             seq += 1
