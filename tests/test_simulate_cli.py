@@ -188,3 +188,16 @@ def test_progress_bar_only_on_a_terminal_outside_ci() -> None:
         assert progress_bar(Tty()) is None  # CI logs are not terminals worth redrawing
     finally:
         mp.undo()
+
+
+def test_from_out_reads_one_clusters_objects_and_locates_a_bad_one(demo_repo: Path) -> None:
+    """``--from-out`` reads the files of the cluster it replays only (another cluster's unreadable
+    file is not read); one of its own that cannot be read is a located error, exit 1."""
+    t = trace(demo_repo)
+    (demo_repo / "out" / "cloud" / "kueue" / "broken.yaml").mkdir()
+    r = run_cli("simulate", "--trace", t, "--cluster", "onprem", "--from-out", cwd=demo_repo)
+    assert r.returncode == 0, r.stderr
+    (demo_repo / "out" / "onprem" / "kueue" / "broken.yaml").mkdir()
+    r = run_cli("simulate", "--trace", t, "--cluster", "onprem", "--from-out", cwd=demo_repo)
+    assert r.returncode == 1 and "out/onprem/kueue/broken.yaml: cannot read Kueue object" in r.stderr
+    assert "Traceback" not in r.stderr
