@@ -194,3 +194,29 @@ def test_asking_only_the_queues_with_workloads_changes_nothing(spec: Any, rows: 
             assert sparse == every
     finally:
         module.SPARSE = was
+
+
+@settings(max_examples=max(EXAMPLES // 4, 10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster_specs, job_specs)
+def test_the_kept_borrowers_are_the_queues_above_their_quota(spec: Any, rows: list[tuple[int, int, int, int, int]]
+                                                              ) -> None:
+    """``quota.borrowing`` (sets kept by every usage change) names, after every cycle and
+    completion, exactly the ClusterQueues of each tree above their quota, in the tree's order."""
+    from compiler.tools.simulate.quota import borrowing
+
+    n = len(spec[0])
+    jobs = [Job(f"j{i}", f"q{q % n}", f"q{q % n}", t, d, {GPU: g * SCALE}, p, gpus=g)
+            for i, (q, t, d, g, p) in enumerate(rows)]
+    seen = [0]
+
+    def observe(now: float, cl: Cluster) -> None:
+        for root in set(cl.roots.values()):
+            for fr in {fr for q in root.subtree_cqs() for fr in (*q.subtree, *q.usage)}:
+                want = [q for q in root.subtree_cqs() if q.usage.get(fr, 0) > q.subtree.get(fr, 0)]
+                assert borrowing(root, (fr,)) == want
+                seen[0] += bool(want)
+            both = list(root.subtree)
+            assert borrowing(root, both) == [q for q in root.subtree_cqs()
+                                             if any(q.usage.get(fr, 0) > q.subtree.get(fr, 0) for fr in both)]
+
+    replay(_cluster(spec, True), jobs, observe=observe)

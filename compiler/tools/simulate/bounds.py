@@ -31,7 +31,16 @@ from typing import Any
 
 from compiler.tools.simulate.cluster import Cluster, Workload
 from compiler.tools.simulate.objects import FR
-from compiler.tools.simulate.quota import VERSION, Node, add_all, compare_drs, cq_available, drs, remove_all
+from compiler.tools.simulate.quota import (
+    VERSION,
+    Node,
+    add_all,
+    borrowing,
+    compare_drs,
+    cq_available,
+    drs,
+    remove_all,
+)
 
 NO_LIMIT = 1 << 62
 
@@ -51,16 +60,12 @@ def _held(cl: Cluster, cq: str, fr: FR, ceiling: int) -> int:
     return sum(v for p, v in cl.held[cq].get(fr, {}).items() if p < ceiling)
 
 
-def _borrowing(n: Node, frs: set[FR]) -> bool:
-    return any(n.subtree.get(fr, 0) < n.usage.get(fr, 0) for fr in frs)
-
-
 def _others(cl: Cluster, wl: Workload, frs: set[FR]) -> list[Node]:
     """Other ClusterQueues of the tree that may hold candidates (above nominal in ``frs``)."""
     me = cl.node(wl.cq)
     if me.parent is None:
         return []
-    return [q for q in cl.roots[wl.cq].subtree_cqs() if q is not me and q.parent is not None and _borrowing(q, frs)]
+    return [q for q in borrowing(cl.roots[wl.cq], frs) if q is not me and q.parent is not None]
 
 
 def _side(n: Node, lca: Node) -> Node:

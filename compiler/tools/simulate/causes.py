@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from compiler.tools.simulate.cluster import Cluster, Workload
 from compiler.tools.simulate.objects import FR, SCALE
-from compiler.tools.simulate.quota import VERSION, Node, cq_available, potential_available
+from compiler.tools.simulate.quota import VERSION, Node, borrowing, cq_available, potential_available
 
 BEHIND = "queued behind {team}'s earlier or higher-priority jobs"
 
@@ -38,12 +38,7 @@ def borrowers(root: Node, fr: FR, exclude: str) -> str:
 
 
 def _borrowers(root: Node, fr: FR, exclude: str) -> str:
-    out = []
-    for q in root.subtree_cqs():
-        quota = q.quotas.get(fr)
-        if q.name != exclude and q.usage.get(fr, 0) > (quota.nominal if quota else 0):
-            out.append(q.name)
-    return ", ".join(sorted(out))
+    return ", ".join(sorted(q.name for q in borrowing(root, (fr,)) if q.name != exclude))
 
 
 def explain_block(cl: Cluster, wl: Workload, fr: FR, val: int, preempting: bool = False) -> str:
