@@ -1,8 +1,9 @@
 """Time ``gpupolicy simulate`` on the Philly trace (issue 16): the replay alone, in-process.
 
-    .venv/bin/python bench/simulate_philly.py [--jobs N ...] [--cluster onprem] [--load 1.0]
+    .venv/bin/python bench/simulate_philly.py [--jobs N ...] [--cluster onprem] [--load 1.0] [--out DIR]
 
-Reads the demo's rendered Kueue objects from out/ and ../shared/traces/philly-pollux/philly.csv
+Reads the demo's rendered Kueue objects from out/ (or another tree's ``--out``, such as a
+``bench/generate.py`` organisation's) and ../shared/traces/philly-pollux/philly.csv
 (VCs mapped to teams by the automatic rule), replays the first N jobs for each N given (default
 20000 and all 82,247) and prints one JSON line per N: read/replay/report seconds (wall and CPU),
 cycles, preemptions, stranded GPU-hours, peak RSS and the load average (the machine is shared);
@@ -32,14 +33,15 @@ from compiler.tools.simulate.traces import Mapping, compress, read_trace  # noqa
 PHILLY = ROOT.parent / "shared" / "traces" / "philly-pollux" / "philly.csv"
 
 
-def one(n: int | None, cluster: str, load: float, tmp: Path, reference: bool = False) -> dict[str, object]:
+def one(n: int | None, cluster: str, load: float, tmp: Path, reference: bool = False,
+        out_dir: Path = ROOT / "out") -> dict[str, object]:
     lines = PHILLY.read_text().splitlines()
     path = PHILLY
     if n is not None and n < len(lines) - 1:
         path = tmp / f"philly-{n}.csv"
         path.write_text("\n".join(lines[: n + 1]) + "\n")
     t0 = time.perf_counter()
-    setup = load_setup(read_out_dir(ROOT / "out"), cluster)
+    setup = load_setup(read_out_dir(out_dir), cluster)
     jobs, _, _ = read_trace(path, setup, Mapping())
     compress(jobs, load)
     t1, c1 = time.perf_counter(), time.process_time()
@@ -49,7 +51,7 @@ def one(n: int | None, cluster: str, load: float, tmp: Path, reference: bool = F
     t2, c2 = time.perf_counter(), time.process_time()
     rep = summarize(out, jobs, baselines=False)
     t3 = time.perf_counter()
-    return {"jobs": len(jobs), "cluster": cluster, "load": load, "reference": reference, "read_s": round(t1 - t0, 2),
+    return {"jobs": len(jobs), "queues": len(setup.queues), "cluster": cluster, "load": load, "reference": reference, "read_s": round(t1 - t0, 2),
             "replay_s": round(t2 - t1, 2), "replay_cpu_s": round(c2 - c1, 2), "report_s": round(t3 - t2, 2),
             "cycles": out.cycles, "preemptions": sum(len(t.preempted_by) for t in out.tracks),
             "never_fit": sum(bool(t.never_fits) for t in out.tracks),
@@ -65,13 +67,14 @@ def main() -> None:
     ap.add_argument("--cluster", default="onprem")
     ap.add_argument("--load", type=float, default=1.0)
     ap.add_argument("--reference", action="store_true", help="the straightforward path (slow; for comparison)")
+    ap.add_argument("--out", type=Path, default=ROOT / "out", help="the rendered tree to read (default: the demo's)")
     ns = ap.parse_args()
     import tempfile
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in ns.jobs:
-            row = one(n or None, ns.cluster, ns.load, Path(tmp), ns.reference)
+            row = one(n or None, ns.cluster, ns.load, Path(tmp), ns.reference, ns.out)
             rows.append(row)
             print(json.dumps(row), flush=True)
     if len(rows) == 2:

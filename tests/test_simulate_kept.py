@@ -117,3 +117,25 @@ def test_diff_simulate_twice_replays_once_and_never_stale(tmp_path: Path) -> Non
     r = run_cli(*args, "--no-cache", cwd=root)
     assert r.returncode == 0, r.stderr
     assert len(list(entries.iterdir())) == 4
+
+
+def test_simulate_keeps_its_report_per_baselines_and_explains_from_a_replay(demo_repo: Path) -> None:
+    """``gpupolicy simulate``: its report (with or without the baselines) kept as the pull
+    request's replays are, so another format renders it without replaying; ``--explain`` replays."""
+    t = trace(demo_repo)
+    entries = demo_repo / ".gpupolicy-cache" / kept.KIND
+    args = ("simulate", "--trace", t, "--cluster", "onprem", "--from-out")
+    first = run_cli(*args, "--format", "json", cwd=demo_repo)
+    assert first.returncode == 0, first.stderr
+    assert len(list(entries.iterdir())) == 1 and json.loads(first.stdout)["baselines"]
+    again = run_cli(*args, "--format", "json", cwd=demo_repo)
+    assert again.stdout == first.stdout
+    text = run_cli(*args, cwd=demo_repo)
+    assert text.returncode == 0 and "why nlp waited" in text.stdout and len(list(entries.iterdir())) == 1
+    bare = run_cli(*args, "--format", "json", "--no-baselines", cwd=demo_repo)
+    assert not json.loads(bare.stdout)["baselines"] and len(list(entries.iterdir())) == 2
+    files = read_out_dir(demo_repo / "out")
+    assert kept.replay_key(files, "onprem", Path(t), None, 1.0, 0.0, True) != \
+        kept.replay_key(files, "onprem", Path(t), None, 1.0, 0.0)
+    explained = run_cli(*args, "--explain", "nlp-big", cwd=demo_repo)
+    assert explained.returncode == 0 and "job nlp-big" in explained.stdout

@@ -27,9 +27,10 @@ from compiler.tools.simulate.compare import (
     simulate_pair_or_problems,
     store_of,
 )
+from compiler.tools.simulate.kept import kept_report, replay_key
 from compiler.tools.simulate.objects import ObjectsError, load_setup, read_out_dir
 from compiler.tools.simulate.render import explain_job, explain_job_json, render_json, render_markdown, render_text
-from compiler.tools.simulate.replay import replay
+from compiler.tools.simulate.replay import Outcome, replay
 from compiler.tools.simulate.report import summarize
 from compiler.tools.simulate.traces import Mapping as TeamMapping
 from compiler.tools.simulate.traces import TraceError, compress, read_trace
@@ -109,15 +110,21 @@ def cmd_simulate(opts: Options, ns: argparse.Namespace) -> int:
         sys.stdout.write(RENDERERS[ns.format or "markdown"](pair))
         return EXIT_OK
     t0 = time.perf_counter()
-    bar = progress_bar(sys.stderr)
-    out = replay(Cluster.of(setup), jobs, ns.checkpoint, bar)
-    if bar is not None:
-        print(file=sys.stderr)
+
+    def replayed() -> Outcome:
+        bar = progress_bar(sys.stderr)
+        out = replay(Cluster.of(setup), jobs, ns.checkpoint, bar)
+        if bar is not None:
+            print(file=sys.stderr)
+        return out
+
     if ns.explain:
-        track = next(tr for tr in out.tracks if tr.job.name == ns.explain)
+        track = next(tr for tr in replayed().tracks if tr.job.name == ns.explain)
         sys.stdout.write(explain_job_json(track) if ns.format == "json" else explain_job(track))
         return EXIT_OK
-    rep = summarize(out, jobs, baselines=not ns.no_baselines)
+    baselines = not ns.no_baselines  # the report kept like the pull request's (another format: no replay)
+    key = replay_key(files, cluster, Path(ns.trace), ns.mapping, ns.load, ns.checkpoint, baselines)
+    rep = kept_report(store_of(opts), key, lambda: summarize(replayed(), jobs, baselines=baselines))
     print(f"gpupolicy: simulate: {len(jobs)} jobs ({fmt}{f', {skipped} unfinished skipped' if skipped else ''}) "
           f"on {escape.text(cluster)} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     fmt_out = ns.format or "text"

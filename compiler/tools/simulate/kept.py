@@ -34,8 +34,9 @@ def file_digest(files: Mapping[str, bytes], path: str) -> str:
 
 
 def replay_key(files: Mapping[str, bytes], cluster: str, trace: Path, mapping: Path | None,
-               load: float, checkpoint: float) -> str | None:
-    """The key of a replay (``report_of``) by everything it reads; None when the trace or the
+               load: float, checkpoint: float, baselines: bool = False) -> str | None:
+    """The key of a replay (``report_of``; with ``baselines``, ``gpupolicy simulate``'s report,
+    which replays the two baselines too) by everything it reads; None when the trace or the
     mapping cannot be read (the replay says why, located)."""
     try:
         inputs = [trace.suffix, content_digest(trace.read_bytes()),
@@ -44,7 +45,7 @@ def replay_key(files: Mapping[str, bytes], cluster: str, trace: Path, mapping: P
         return None
     objects = [x for path in setup_paths(files, cluster) for x in (path, file_digest(files, path))]
     return digest(KIND, compiler_fingerprint(), cluster, repr(float(load)), repr(float(checkpoint)), *inputs,
-                  *objects)
+                  *objects, *(("baselines",) if baselines else ()))
 
 
 def kept_report(store: Store, key: str | None, replay: Callable[[], Report]) -> Report:
