@@ -139,3 +139,20 @@ def test_simulate_keeps_its_report_per_baselines_and_explains_from_a_replay(demo
         kept.replay_key(files, "onprem", Path(t), None, 1.0, 0.0)
     explained = run_cli(*args, "--explain", "nlp-big", cwd=demo_repo)
     assert explained.returncode == 0 and "job nlp-big" in explained.stdout
+
+
+def test_out_files_are_the_yaml_paths_rglob_gives(tmp_path: Path) -> None:
+    """``read_out_dir`` lists what ``rglob("*.yaml")`` lists (directories so named, linked ones
+    not entered), read only when asked."""
+    out = tmp_path / "out"
+    (out / "a" / "d.yaml").mkdir(parents=True)
+    (out / "a" / "x.yaml").write_text("kind: X\n")
+    (out / "a" / "y.txt").write_text("")
+    (out / "b" / "c").mkdir(parents=True)
+    (out / "b" / "c" / "z.yaml").write_text("kind: Z\n")
+    (out / "top.yaml").write_text("")
+    (out / "link").symlink_to(out / "b")
+    (out / "l.yaml").symlink_to(out / "a")
+    files = read_out_dir(out)
+    assert list(files) == sorted(p.relative_to(out).as_posix() for p in out.rglob("*.yaml"))
+    assert "a/x.yaml" in files and "link/c/z.yaml" not in files and files["b/c/z.yaml"] == b"kind: Z\n"

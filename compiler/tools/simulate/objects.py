@@ -20,6 +20,7 @@ and GPU counts compare exactly.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from math import ceil
 from pathlib import Path
@@ -251,7 +252,16 @@ def load_setup(files: Mapping[str, bytes], cluster: str) -> KueueSetup:
 def read_out_dir(out_dir: Path) -> Mapping[str, bytes]:
     """The YAML files of an out/ directory, keyed like ``Result.out_files``, each read when asked
     for: a replay reads one cluster's Kueue objects (~1,800 of 82,000 files at 1,000 teams)."""
-    return OutFiles(out_dir, sorted(p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*.yaml")))
+    return OutFiles(out_dir, sorted(_yaml_paths(out_dir)))
+
+
+def _yaml_paths(out_dir: Path) -> Iterator[str]:
+    """The paths ``out_dir.rglob("*.yaml")`` gives, relative (directories so named too; linked
+    directories not entered), from ``os.walk``: pathlib took ~1.4 s for 82,000 files."""
+    for dirpath, dirnames, filenames in os.walk(out_dir):
+        rel = os.path.relpath(dirpath, out_dir)
+        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+        yield from (prefix + name for name in (*dirnames, *filenames) if name.endswith(".yaml"))
 
 
 class OutFiles(Mapping[str, bytes]):
