@@ -36,7 +36,10 @@ class Node:
         self.usage: dict[FR, int] = {}
         self.weight = weight
         self.lendable: dict[str, int] = {}  # per resource name, from the parent (fair sharing)
-        self.drs_cache: tuple[int, DRS] | None = None  # (usage version, share)
+        # ``drs`` of this node's usage, dropped when its usage changes (it reads nothing else that
+        # changes): a fair-sharing search reads every queue's share of a cohort at every step, and
+        # a global version made its own trial removals drop every queue's
+        self.drs_cache: DRS | None = None
         self.static: dict[object, int] = {}  # results that depend on quotas only (potential, height)
         self.cqs: tuple[Node, ...] | None = None  # subtree_cqs, once the tree is built
         # on a tree's root: its ClusterQueues above their quota, per flavor-resource (``borrowing``)
@@ -143,6 +146,7 @@ def add_usage(n: Node, fr: FR, val: int) -> None:
     VERSION[0] += 1
     la = local_available(n, fr)
     n.usage[fr] = n.usage.get(fr, 0) + val
+    n.drs_cache = None
     if n.is_cq:
         _mark(n, fr)
     if n.parent is not None and val > la:
@@ -153,6 +157,7 @@ def remove_usage(n: Node, fr: FR, val: int) -> None:
     VERSION[0] += 1
     stored_in_parent = n.usage.get(fr, 0) - local_quota(n, fr)
     n.usage[fr] = n.usage.get(fr, 0) - val
+    n.drs_cache = None
     if n.is_cq:
         _mark(n, fr)
     if stored_in_parent <= 0 or n.parent is None:
@@ -293,8 +298,8 @@ def drs(n: Node, extra: dict[FR, int] | None = None) -> DRS:
         return DRS(n.weight)
     if not extra:
         cached = n.drs_cache
-        if cached is not None and cached[0] == VERSION[0]:
-            return cached[1]
+        if cached is not None:
+            return cached
         items = n.usage
     else:
         items = dict(n.usage)
@@ -320,7 +325,7 @@ def drs(n: Node, extra: dict[FR, int] | None = None) -> DRS:
                     ratio = r
         out = DRS(n.weight, ratio, True, tuple(frs))
     if not extra:
-        n.drs_cache = (VERSION[0], out)
+        n.drs_cache = out
     return out
 
 
