@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Mapping
 
 from conftest import REPO, run_cli
 from test_simulate_cli import TRACE, _budget_change, trace
@@ -16,7 +17,7 @@ from compiler.tools.simulate.compare import Run, report_of
 from compiler.tools.simulate.objects import read_out_dir
 
 
-def _files() -> dict[str, bytes]:
+def _files() -> Mapping[str, bytes]:
     return read_out_dir(REPO / "out")
 
 
@@ -156,3 +157,28 @@ def test_out_files_are_the_yaml_paths_rglob_gives(tmp_path: Path) -> None:
     files = read_out_dir(out)
     assert list(files) == sorted(p.relative_to(out).as_posix() for p in out.rglob("*.yaml"))
     assert "a/x.yaml" in files and "link/c/z.yaml" not in files and files["b/c/z.yaml"] == b"kind: Z\n"
+
+
+def test_a_compile_whose_store_entries_go_reads_its_files_compiled_again(demo_repo: Path) -> None:
+    """The files a replay reads come from the store; pruned meanwhile by another process, they
+    come from the tree compiled without it (as ``build`` and ``check`` recover), the same bytes."""
+    import shutil
+
+    from conftest import CRDS
+
+    from compiler.pipeline.options import Options
+    from compiler.tools.simulate.compare import Refetched, compiled_files, store_of
+
+    opts = Options(root=demo_repo, policy_dir=demo_repo / "policies", out_dir=demo_repo / "out", crds=CRDS)
+    assert compiled_files(opts, store_of(opts)).ok  # the store filled
+    res = compiled_files(opts, store_of(opts))  # its units from the store: files read from it
+    assert res.ok
+    files = res.out_files
+    assert isinstance(files, Refetched)
+    path = "onprem/kueue/clusterqueue._.nlp.yaml"
+    assert files.digests is not None
+    first, digest, n = files.files, files.digests[path], len(files)
+    shutil.rmtree(demo_repo / ".gpupolicy-cache" / "blob")
+    assert files[path] == (demo_repo / "out" / path).read_bytes()
+    assert files.files is not first  # compiled again
+    assert kept.file_digest(files, path) == digest and len(files) == n

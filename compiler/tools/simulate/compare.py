@@ -21,13 +21,14 @@ import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from compiler import escape
 from compiler.cache.store import NullStore, Store
 from compiler.diagnostics import EXIT_OK, UsageError
 from compiler.pipeline.options import Options
 from compiler.pipeline.run import Result, compile_policies
+from compiler.pipeline.units import CacheEntryMissing
 from compiler.tools.diff_base import extract_base, scratch_dir, side_options
 from compiler.tools.simulate.cluster import Cluster
 from compiler.tools.simulate.kept import kept_report, replay_key
@@ -70,8 +71,35 @@ def compiled_files(opts: Options, store: Store) -> Result:
     """The rendered files of the tree ``opts`` names, compiled in memory through ``store`` with
     the keys ``check`` and ``diff`` use there (so their units serve: the diff step compiles both
     revisions just before, ``gpupolicy build`` the work tree), without the reports a replay does
-    not read."""
-    return compile_policies(opts, store, objects=False, reports=False)
+    not read. Their bytes are read from the store when asked (``Refetched``)."""
+    res = compile_policies(opts, store, objects=False, reports=False)
+    if not store.off:
+        res.out_files = Refetched(res.out_files, lambda: compile_policies(opts, objects=False, reports=False))
+    return res
+
+
+class Refetched(Mapping[str, bytes]):
+    """A compile's files read from the store, or, once an entry is gone (another process pruned
+    the store meanwhile: ``CacheEntryMissing``), from the same tree compiled without it, as
+    ``build`` and ``check`` do. ``digests`` are the compile's (the same either way)."""
+
+    def __init__(self, files: Mapping[str, bytes], again: Callable[[], Result]) -> None:
+        self.files = files
+        self.again = again
+        self.digests = getattr(files, "digests", None)
+
+    def __getitem__(self, rel: str) -> bytes:
+        try:
+            return self.files[rel]
+        except CacheEntryMissing:
+            self.files = self.again().out_files
+            return self.files[rel]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
 
 
 def base_files(opts: Options, ref: str, store: Store) -> tuple[Mapping[str, bytes] | None, str]:
