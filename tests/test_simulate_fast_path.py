@@ -97,7 +97,10 @@ def _integrals_by_definition(out: Any, span_start: float) -> tuple[dict[str, flo
     (``compiler.tools.simulate.report``'s docstring): at every usage change, every queue of every
     cohort tree adds its rates times the time since the last change."""
     cl = out.cluster
-    nominal, lendable, pools, members = {}, {}, {}, {}
+    nominal: dict[Any, int] = {}
+    lendable: dict[Any, int] = {}
+    pools: dict[Any, int] = {}
+    members: dict[Any, list[str]] = {}
     for spec in cl.setup.queues.values():
         for fr, q in spec.quotas.items():
             nominal[(spec.name, fr)] = q.nominal
@@ -220,3 +223,30 @@ def test_the_kept_borrowers_are_the_queues_above_their_quota(spec: Any, rows: li
                                              if any(q.usage.get(fr, 0) > q.subtree.get(fr, 0) for fr in both)]
 
     replay(_cluster(spec, True), jobs, observe=observe)
+
+
+@settings(max_examples=max(EXAMPLES // 4, 10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster_specs, job_specs)
+def test_fair_searches_read_only_the_queues_that_matter(spec: Any, rows: list[tuple[int, int, int, int, int]]
+                                                        ) -> None:
+    """A fair-sharing search visits only the ClusterQueues with candidates and takes candidates
+    from the ClusterQueues kept as above their quota; visiting every child and scanning every
+    ClusterQueue of the tree, as written in Kueue, replays exactly the same."""
+    from compiler.tools.simulate import fair_preemption as fp
+
+    def every_child(self: Any, cohort: Any) -> list[Any]:
+        return list(cohort.child_cqs)
+
+    def scanned(root: Any, frs: Any) -> list[Any]:
+        return [q for q in root.subtree_cqs() if any(q.usage.get(fr, 0) > q.subtree.get(fr, 0) for fr in frs)]
+
+    fair = (spec[0], spec[1], True, spec[3], spec[4])  # fair sharing on
+    for reverse in (False, True):  # the queues' order, by name and not
+        kept = _story(fair, rows, True, reverse)
+        was = fp._Ordering.with_candidates, fp.borrowing
+        try:
+            fp._Ordering.with_candidates, fp.borrowing = every_child, scanned  # type: ignore[method-assign]
+            written = _story(fair, rows, True, reverse)
+        finally:
+            fp._Ordering.with_candidates, fp.borrowing = was  # type: ignore[method-assign]
+        assert kept == written

@@ -9,7 +9,17 @@ the FairSharingPreemptWithinNominal gate on (beta, default).
 from __future__ import annotations
 
 from compiler.tools.simulate.cluster import Workload
-from compiler.tools.simulate.quota import DRS, NEGATIVE_DRS, Node, add_all, borrowing_with, compare_drs, drs, remove_all
+from compiler.tools.simulate.quota import (
+    DRS,
+    NEGATIVE_DRS,
+    Node,
+    add_all,
+    borrowing,
+    borrowing_with,
+    compare_drs,
+    drs,
+    remove_all,
+)
 from compiler.tools.simulate.victims import Context, Target, candidate_order, enough, satisfies_policy
 
 
@@ -29,6 +39,20 @@ class _Ordering:
             self.by_cq.setdefault(c.cq, []).append(c)
         self.pruned_cqs: set[str] = set()
         self.pruned_cohorts: set[str] = set()
+        self.kids: dict[Node, list[Node]] | None = None  # per cohort: its ClusterQueues with candidates
+
+    def with_candidates(self, cohort: Node) -> list[Node]:
+        """``cohort``'s child ClusterQueues that had candidates: the others are pruned at their
+        first visit (``next_target``), so leaving them out changes no choice, and a cohort of 500
+        queues is not walked at every step of every search. In no particular order: the choice is
+        the largest share, ties broken by the first candidates' keys, which are unique."""
+        if self.kids is None:
+            self.kids = {}
+            for name in self.by_cq:
+                q = self.ctx.cl.node(name)
+                if q.parent is not None:
+                    self.kids.setdefault(q.parent, []).append(q)
+        return self.kids.get(cohort, [])
 
     def has(self, cq: str) -> bool:
         return bool(self.by_cq.get(cq))
@@ -40,7 +64,7 @@ class _Ordering:
         best_cq: Node | None = None
         best_cq_drs = NEGATIVE_DRS
         key = candidate_order(self.ctx.wl.cq)
-        for q in cohort.child_cqs:
+        for q in self.with_candidates(cohort):
             if q.name in self.pruned_cqs:
                 continue
             d = _share(q)
@@ -186,8 +210,8 @@ def fair_candidates(ctx: Context) -> list[Workload]:
         out += [w for w in ctx.cl.admitted[ctx.wl.cq].values()
                 if satisfies_policy(ctx.wl, w, spec.within_cq) and w.uses_any(ctx.frs)]
     if ctx.cq.parent is not None and spec.reclaim != "Never":
-        for q in ctx.cq.root().subtree_cqs():
-            if q is ctx.cq or q.parent is None or not any(borrowing_with(q, fr, 0) for fr in ctx.frs):
+        for q in borrowing(ctx.cq.root(), ctx.frs):  # above quota in a resource needing preemption
+            if q is ctx.cq or q.parent is None:
                 continue
             out += [w for w in ctx.cl.admitted[q.name].values()
                     if satisfies_policy(ctx.wl, w, spec.reclaim) and w.uses_any(ctx.frs)]
