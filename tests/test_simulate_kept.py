@@ -131,6 +131,7 @@ def test_simulate_keeps_its_report_per_baselines_and_explains_from_a_replay(demo
     assert len(list(entries.iterdir())) == 1 and json.loads(first.stdout)["baselines"]
     again = run_cli(*args, "--format", "json", cwd=demo_repo)
     assert again.stdout == first.stdout
+    assert "as replayed before" in again.stderr and "as replayed before" not in first.stderr
     text = run_cli(*args, cwd=demo_repo)
     assert text.returncode == 0 and "why nlp waited" in text.stdout and len(list(entries.iterdir())) == 1
     bare = run_cli(*args, "--format", "json", "--no-baselines", cwd=demo_repo)

@@ -31,7 +31,7 @@ from compiler.tools.simulate.kept import kept_report, replay_key
 from compiler.tools.simulate.objects import ObjectsError, load_setup, read_out_dir
 from compiler.tools.simulate.render import explain_job, explain_job_json, render_json, render_markdown, render_text
 from compiler.tools.simulate.replay import Outcome, replay
-from compiler.tools.simulate.report import summarize
+from compiler.tools.simulate.report import Report, summarize
 from compiler.tools.simulate.traces import Mapping as TeamMapping
 from compiler.tools.simulate.traces import TraceError, compress, read_trace
 
@@ -124,9 +124,16 @@ def cmd_simulate(opts: Options, ns: argparse.Namespace) -> int:
         return EXIT_OK
     baselines = not ns.no_baselines  # the report kept like the pull request's (another format: no replay)
     key = replay_key(files, cluster, Path(ns.trace), ns.mapping, ns.load, ns.checkpoint, baselines)
-    rep = kept_report(store_of(opts), key, lambda: summarize(replayed(), jobs, baselines=baselines))
+    ran: list[Outcome] = []
+
+    def summarized() -> Report:
+        ran.append(replayed())
+        return summarize(ran[0], jobs, baselines=baselines)
+
+    rep = kept_report(store_of(opts), key, summarized)
+    took = f"in {time.perf_counter() - t0:.1f}s" if ran else "as replayed before (kept in .gpupolicy-cache/)"
     print(f"gpupolicy: simulate: {len(jobs)} jobs ({fmt}{f', {skipped} unfinished skipped' if skipped else ''}) "
-          f"on {escape.text(cluster)} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+          f"on {escape.text(cluster)} {took}", file=sys.stderr)
     fmt_out = ns.format or "text"
     sys.stdout.write({"json": render_json, "markdown": render_markdown}.get(fmt_out, render_text)(rep))
     return EXIT_OK
