@@ -168,7 +168,7 @@ def remove_usage(n: Node, fr: FR, val: int) -> None:
 def _mark(cq: Node, fr: FR) -> None:
     """Keep ``cq`` in its root's set of ClusterQueues above their quota of ``fr``, or out of it."""
     over = cq.root().over.setdefault(fr, set())
-    if cq.usage.get(fr, 0) > cq.subtree.get(fr, 0):
+    if borrowing_with(cq, fr, 0):
         over.add(cq)
     else:
         over.discard(cq)

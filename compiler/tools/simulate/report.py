@@ -105,7 +105,7 @@ def _integrals(out: Outcome, span_start: float) -> tuple[dict[str, float], dict[
     is its unused lendable quota times the integral of its tree's borrowing / lendable total, which
     the tree keeps as one running sum (``_Tree.ratio``). A pass over every queue of the tree at
     every change (the definition read literally) took ~6 s per side for 5,000 jobs on a cluster
-    of 1,000 teams; ``tests/test_simulate_replay.py`` holds this to that reading."""
+    of 1,000 teams; ``tests/test_simulate_fast_path.py`` holds this to that reading."""
     cl = out.cluster
     trees: dict[tuple[str, str, FR], _Tree] = {}  # by root Cohort, or by queue for one in no Cohort
     pools: dict[tuple[str, FR], int] = {}
