@@ -16,11 +16,18 @@ the what-if removals of a preemption search:
   of that flavor-resource's usage anywhere in the tree; ``borrow_version``: per root, bumped when
   any node's borrowed amount changes (what dominant resource shares depend on). A scheduling
   attempt that failed is memoised against the counters it read (``failures``), and reused while
-  they stand still: nothing it depends on has changed, so it would fail the same way.
+  they stand still: nothing it depends on has changed, so it would fail the same way;
+- ``admitted_digest``: per root, a digest of the set of admissions in the tree (each workload
+  with its admission's sequence number: a re-admitted workload is another admission). The usage
+  of every node, the candidates and their order are functions of that set, so a preemption search
+  against a set seen before gives what it gave then (``preemption.get_targets``). In a deep
+  backlog the same set comes back whenever a short job passes through, which the counters above
+  cannot tell from a real change.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,9 +48,33 @@ class Workload:
     admitted_at: float = -1.0
     seq: int = 0  # admission order, breaks ties of admitted_at
     shape: tuple[Any, ...] | None = field(default=None, repr=False)  # scheduler.shape, computed once
+    held_back: bool = False  # in a preemption loop: no longer preempts (replay.LOOP_LIMIT)
 
     def uses_any(self, frs: set[FR]) -> bool:
         return any(fr in frs for fr in self.usage)
+
+
+def shape(cl: Cluster, wl: Workload) -> tuple[Any, ...]:
+    """What a nomination depends on besides the cluster state: the ClusterQueue, requests, node
+    selector and priority (and the creation time under ``LowerOrNewerEqualPriority``). Kept on the
+    workload: none of these change while it waits."""
+    if wl.shape is None:
+        spec = cl.spec(wl.cq)
+        newer = "LowerOrNewerEqualPriority" in (spec.within_cq, spec.reclaim)
+        wl.shape = (wl.cq, tuple(sorted(wl.requests.items())), tuple(sorted(wl.node_selector.items())), wl.priority,
+                    wl.created if newer else None)
+    return wl.shape
+
+
+_DIGEST_MOD = 1 << 128
+
+
+def _admission(wl: Workload) -> int:
+    """One admission's term of its tree's ``admitted_digest``: 128 bits of a hash of the workload
+    and its sequence number. The digest is their sum, so admitting and releasing in any order
+    gives the same digest for the same set; two different sets collide with probability ~2**-128."""
+    h = hashlib.blake2b(f"{wl.key}\0{wl.seq}".encode(), digest_size=16).digest()
+    return int.from_bytes(h, "big")
 
 
 def _borrowed(n: Node, fr: FR) -> int:
@@ -66,6 +97,8 @@ class Cluster:
     failures: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any, Any]] = field(default_factory=dict)
     roots: dict[str, Node] = field(default_factory=dict)
     dep_keys: dict[tuple[Any, ...], list[tuple[str, FR]]] = field(default_factory=dict)  # shape -> fr_version keys
+    admitted_digest: dict[str, int] = field(default_factory=dict)  # root -> digest of its admissions
+    searches: dict[tuple[Any, ...], tuple[list[Any], bool]] = field(default_factory=dict)  # preemption.get_targets
 
     @classmethod
     def of(cls, setup: KueueSetup, fair_sharing: bool | None = None) -> Cluster:
@@ -84,6 +117,7 @@ class Cluster:
         """Bump the versions of what changes and keep ``held`` (called around real changes)."""
         root = self.roots[wl.cq].name
         held = self.held[wl.cq]
+        self.admitted_digest[root] = (self.admitted_digest.get(root, 0) + sign * _admission(wl)) % _DIGEST_MOD
         for fr, v in usage.items():
             key = (root, fr)
             self.fr_version[key] = self.fr_version.get(key, 0) + 1

@@ -33,6 +33,7 @@ from compiler.tools.diff_base import extract_base, scratch_dir, side_options
 from compiler.tools.simulate.cluster import Cluster
 from compiler.tools.simulate.kept import kept_report, replay_key
 from compiler.tools.simulate.objects import ObjectsError, clusters_in, load_setup
+from compiler.tools.simulate.render import warnings
 from compiler.tools.simulate.replay import replay
 from compiler.tools.simulate.report import Report, TeamStats, summarize
 from compiler.tools.simulate.traces import Mapping as TeamMapping
@@ -236,7 +237,17 @@ def render_markdown(pair: Pair) -> str:
         left = len([r for r in rows if r[2] is not None]) - len(charted)
         if left > 0:
             lines.append(f"The chart shows the {len(charted)} teams whose p95 wait changed most; {left} more left out.")
+    warned = _warnings(pair)
+    lines += ["", *(f"- **warning** ({side}): {escape.md_text(w)}" for side, w in warned)] if warned else []
     return "\n".join(lines) + "\n"
+
+
+def _warnings(pair: Pair) -> list[tuple[str, str]]:
+    """Each side's replay warnings (stalls, preemption loops), the working tree's first."""
+    out = [("working tree", w) for w in warnings(pair.head.stalled)]
+    if pair.base is not None:
+        out += [(pair.ref, w) for w in warnings(pair.base.stalled)]
+    return out
 
 
 def render_text(pair: Pair) -> str:
@@ -245,6 +256,7 @@ def render_text(pair: Pair) -> str:
     out = [escape.text(f"cluster {pair.cluster}: {pair.ref} -> working tree" + (f" ({pair.note})" if pair.note else "")),
            _cluster_line(pair)]
     out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    out += [escape.text(f"warning ({side}): {w}") for side, w in _warnings(pair)]
     return "\n".join(out) + "\n"
 
 

@@ -13,7 +13,7 @@ Read from kubernetes-sigs/kueue at tag v0.19.2 (not copied):
 
 from __future__ import annotations
 
-from compiler.tools.simulate.cluster import Cluster, Workload
+from compiler.tools.simulate.cluster import Cluster, Workload, shape
 from compiler.tools.simulate.fair_preemption import fair_preemptions
 from compiler.tools.simulate.objects import FR
 from compiler.tools.simulate.quota import Node, fits_in_quota, within_nominal
@@ -35,6 +35,32 @@ __all__ = ["Target", "get_targets", "classical_preemptions"]
 
 
 def get_targets(cl: Cluster, wl: Workload, frs: set[FR], usage: dict[FR, int]) -> list[Target]:
+    """The workloads to preempt for ``wl`` to take ``usage`` (empty: it cannot). On the fast path
+    a search is memoised against the set of admissions in the preemptor's tree
+    (``Cluster.admitted_digest``), which fixes every usage, candidate and order the search reads,
+    and ``shape``, which fixes what it reads of the preemptor: at 1,000 teams under a deep
+    backlog ~45% of the fair-sharing searches of a replay met a set seen before."""
+    if not cl.fast:
+        return _search(cl, wl, frs, usage)
+    root = cl.roots[wl.cq].name
+    key = (root, cl.admitted_digest.get(root, 0), shape(cl, wl), frozenset(frs), tuple(sorted(usage.items())))
+    hit = cl.searches.get(key)
+    if hit is not None:
+        targets, compared = hit
+        cl.drs_reads += compared  # as the search did: the failure memo keys on whether it compared shares
+        return list(targets)
+    reads = cl.drs_reads
+    out = _search(cl, wl, frs, usage)
+    if len(cl.searches) >= SEARCHES_KEPT:
+        cl.searches.clear()
+    cl.searches[key] = (list(out), cl.drs_reads != reads)
+    return out
+
+
+SEARCHES_KEPT = 1 << 14  # then start again: a replay's working set of states is far smaller
+
+
+def _search(cl: Cluster, wl: Workload, frs: set[FR], usage: dict[FR, int]) -> list[Target]:
     ctx = Context(cl, wl, frs, usage)
     return fair_preemptions(ctx) if cl.fair_sharing else classical_preemptions(ctx)
 

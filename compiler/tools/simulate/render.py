@@ -59,8 +59,17 @@ def render_text(rep: Report) -> str:
         lines.append("")
         lines.append(f"{len(rep.never_fit)} job(s) can never fit, e.g.:")
         lines += [f"  {escape.text(j)}: {escape.text(why)}" for j, why in rep.never_fit[:5]]
-    lines += [f"warning: {escape.text(s)}" for s in rep.stalled[:5]]
+    lines += [f"warning: {escape.text(s)}" for s in warnings(rep.stalled)]
     return "\n".join(lines) + "\n"
+
+
+WARNINGS_SHOWN = 5
+
+
+def warnings(stalled: list[str]) -> list[str]:
+    """The replay's warnings (stalls, preemption loops) as shown: the first few and how many more."""
+    more = len(stalled) - WARNINGS_SHOWN
+    return stalled[:WARNINGS_SHOWN] + ([f"{more} more warning(s): --format json has them all"] if more > 0 else [])
 
 
 def render_markdown(rep: Report) -> str:
@@ -86,6 +95,7 @@ def render_markdown(rep: Report) -> str:
     if rep.never_fit:
         lines.append(f"{len(rep.never_fit)} job(s) can never fit, e.g. {escape.md_code(rep.never_fit[0][0])}: "
                      f"{escape.md_text(rep.never_fit[0][1])}")
+    lines += ["", *(f"- **warning:** {escape.md_text(s)}" for s in warnings(rep.stalled))] if rep.stalled else []
     return "\n".join(lines) + "\n"
 
 

@@ -25,10 +25,9 @@ cycle, the processing order cannot matter, so the fair-sharing tournament is ski
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from compiler.tools.simulate.bounds import no_targets
-from compiler.tools.simulate.cluster import Cluster, Workload
+from compiler.tools.simulate.cluster import Cluster, Workload, shape
 from compiler.tools.simulate.flavors import Assignment, assign
 from compiler.tools.simulate.objects import FR
 from compiler.tools.simulate.preemption import Target, get_targets
@@ -51,18 +50,6 @@ class Entry:
     targets: list[Target] = field(default_factory=list)
     status: str = ""  # admitted | preempting | nofit | no-candidates | skipped
     usage: dict[FR, int] = field(default_factory=dict)
-
-
-def shape(cl: Cluster, wl: Workload) -> tuple[Any, ...]:
-    """What a nomination depends on besides the cluster state: the ClusterQueue, requests, node
-    selector and priority (and the creation time under ``LowerOrNewerEqualPriority``). Kept on the
-    workload: none of these change while it waits."""
-    if wl.shape is None:
-        spec = cl.spec(wl.cq)
-        newer = "LowerOrNewerEqualPriority" in (spec.within_cq, spec.reclaim)
-        wl.shape = (wl.cq, tuple(sorted(wl.requests.items())), tuple(sorted(wl.node_selector.items())), wl.priority,
-                    wl.created if newer else None)
-    return wl.shape
 
 
 def deps(cl: Cluster, wl: Workload) -> tuple[int, ...]:
@@ -126,6 +113,9 @@ def nominate(cl: Cluster, wl: Workload) -> Entry:
             e.targets = a.oracle[single]
         elif not (cl.fast and no_targets(cl, wl, frs, e.usage)):
             e.targets = get_targets(cl, wl, frs, e.usage)
+    if wl.held_back and e.targets:  # a preemption loop (replay.LOOP_LIMIT): not memoised, the memo is per shape
+        e.targets = []
+        return e
     if cl.fast and _failed(e):
         borrow = cl.borrow_version.get(cl.roots[wl.cq].name, 0) if cl.drs_reads != reads else None
         cl.failures[key] = ((now, borrow), a, _values(cl, wl))

@@ -1,0 +1,174 @@
+"""Preemption loops (kubernetes-sigs/kueue#14543): a workload that keeps preempting without being
+admitted is named and held back, so the replay ends; every format shows the warning."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from test_simulate_fast_path import EXAMPLES, _cluster, _story, cluster_specs, job_specs
+
+from compiler.tools.simulate import replay as replay_mod
+from compiler.tools.simulate.compare import Pair
+from compiler.tools.simulate.compare import render_markdown as pair_markdown
+from compiler.tools.simulate.compare import render_text as pair_text
+from compiler.tools.simulate.objects import SCALE
+from compiler.tools.simulate.render import render_json, render_markdown, render_text
+from compiler.tools.simulate.replay import LOOP_CAUSE, Job, replay
+from compiler.tools.simulate.report import summarize
+
+GPU = "nvidia.com/gpu"
+# found by a random search over the fast-path test's generator: q0 (no quota, reclaim Any) and q1
+# (reclaim Any) under fair sharing with both strategies; before the guard this replay of 22 jobs
+# ran for minutes, its usage log growing by gigabytes
+LOOP_SPEC = ([(0, None, None, 0, "LowerPriority", "Any", "Never", 1, 0),
+              (2, None, None, 0, "Never", "Any", "Never", 1, 1),
+              (3, None, None, 0, "LowerPriority", "LowerPriority", "Never", 2, 0)],
+             2, True, "BestEffortFIFO", ("LessThanOrEqualToFinalShare", "LessThanInitialShare"))
+LOOP_ROWS = [(0, 22, 2, 5, 0), (1, 34, 26, 5, 0), (3, 30, 20, 3, 100), (1, 23, 26, 4, 10), (2, 34, 15, 1, 100),
+             (1, 36, 26, 3, 0), (1, 37, 19, 5, 100), (3, 18, 24, 2, 0), (3, 6, 11, 2, 10), (0, 23, 27, 2, 10),
+             (3, 9, 2, 3, 100), (3, 32, 26, 3, 10), (2, 5, 27, 4, 100), (1, 16, 1, 1, 10), (1, 3, 17, 1, 10),
+             (2, 40, 10, 2, 10), (1, 26, 7, 4, 100), (1, 12, 27, 5, 10), (0, 37, 15, 1, 0), (0, 29, 23, 5, 100),
+             (3, 18, 20, 5, 100), (2, 31, 22, 2, 10)]
+
+
+def _jobs(spec: Any, rows: list[tuple[int, int, int, int, int]]) -> list[Job]:
+    n = len(spec[0])
+    return [Job(f"j{i}", f"q{q % n}", f"q{q % n}", t, d, {GPU: g * SCALE}, p, gpus=g)
+            for i, (q, t, d, g, p) in enumerate(rows)]
+
+
+def _preempting_rounds(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Each workload's cycle outcomes, in order, recorded around the replay's scheduler."""
+    seen: dict[str, list[str]] = {}
+    real = replay_mod.run_cycle
+
+    def recorded(cl: Any, heads: Any, now: float) -> Any:
+        entries = real(cl, heads, now)
+        for e in entries:
+            seen.setdefault(e.wl.key, []).append(e.status)
+        return entries
+
+    monkeypatch.setattr(replay_mod, "run_cycle", recorded)
+    return seen
+
+
+def test_a_preemption_loop_ends_named_and_held_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _preempting_rounds(monkeypatch)
+    out = replay(_cluster(LOOP_SPEC, True), _jobs(LOOP_SPEC, LOOP_ROWS))
+    assert out.cycles < 2_000
+    looped = [tr for tr in out.tracks if tr.wl.held_back]
+    assert sorted(tr.job.name for tr in looped) == ["j11", "j7"]
+    assert len(out.stalled) == 2
+    for tr in looped:
+        assert any(tr.job.name in s and "kubernetes-sigs/kueue#14543" in s and f"{replay_mod.LOOP_LIMIT} times" in s
+                   for s in out.stalled)
+        assert LOOP_CAUSE in tr.causes
+    _held_at_the_limit(seen, out, replay_mod.LOOP_LIMIT)
+
+
+def _held_at_the_limit(seen: dict[str, list[str]], out: Any, limit: int) -> None:
+    """Each workload is held back exactly when it preempted ``limit`` times without an admission
+    in between, and preempts no more after it."""
+    for tr in out.tracks:
+        run, held = 0, False
+        for s in seen.get(tr.job.name, []):
+            if s == "admitted":
+                run = 0
+            elif s == "preempting":
+                assert not held, f"{tr.job.name} preempted after being held back"
+                run += 1
+                held = held or run == limit
+        assert held == tr.wl.held_back, tr.job.name
+
+
+def test_the_loop_limit_is_the_number_of_preemptions_in_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lower limit holds the same workloads back sooner; a preemption that ends in an admission
+    starts the count again."""
+    monkeypatch.setattr(replay_mod, "LOOP_LIMIT", 3)
+    seen = _preempting_rounds(monkeypatch)
+    out = replay(_cluster(LOOP_SPEC, True), _jobs(LOOP_SPEC, LOOP_ROWS))
+    assert out.stalled and all("3 times" in s for s in out.stalled)
+    first = float(out.stalled[0].split("s:")[0][2:])
+    assert first < 115  # the default limit's first loop is named at t=115s
+    _held_at_the_limit(seen, out, 3)
+
+
+def test_a_loop_replays_as_the_reference_path_does() -> None:
+    assert _story(LOOP_SPEC, LOOP_ROWS, True) == _story(LOOP_SPEC, LOOP_ROWS, False)
+
+
+def test_every_format_shows_the_loop() -> None:
+    jobs = _jobs(LOOP_SPEC, LOOP_ROWS)
+    out = replay(_cluster(LOOP_SPEC, True), jobs)
+    rep = summarize(out, jobs, baselines=False)
+    assert rep.stalled == out.stalled
+    for text in (render_text(rep), render_markdown(rep), pair_text(Pair("main", "c", rep, rep, "")),
+                 pair_markdown(Pair("main", "c", rep, None, "no base"))):
+        assert text.count("14543") >= 2, text  # markdown escapes the "#"
+    assert "kubernetes-sigs/kueue#14543" in render_json(rep)
+    many = rep.__class__(**{**rep.__dict__, "stalled": [f"loop {i}" for i in range(8)]})
+    shown = render_markdown(many)
+    assert "loop 4" in shown and "loop 5" not in shown and "3 more warning(s)" in shown
+
+
+@settings(max_examples=max(EXAMPLES // 4, 10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster_specs, job_specs)
+def test_held_back_exactly_at_the_limit(spec: Any, rows: list[tuple[int, int, int, int, int]]) -> None:
+    """On random clusters, with a limit of 2: held back exactly when two preemptions came without an
+    admission between them (an admission starts the count again), and never preempting after."""
+    seen: dict[str, list[str]] = {}
+    real, limit = replay_mod.run_cycle, replay_mod.LOOP_LIMIT
+
+    def recorded(cl: Any, heads: Any, now: float) -> Any:
+        entries = real(cl, heads, now)
+        for e in entries:
+            seen.setdefault(e.wl.key, []).append(e.status)
+        return entries
+
+    replay_mod.run_cycle, replay_mod.LOOP_LIMIT = recorded, 2
+    try:
+        out = replay(_cluster(spec, True), _jobs(spec, rows))
+    finally:
+        replay_mod.run_cycle, replay_mod.LOOP_LIMIT = real, limit
+    _held_at_the_limit(seen, out, 2)
+
+
+def test_a_kept_search_reads_the_shares_the_search_read() -> None:
+    """A search answered from the kept ones counts as comparing shares when the search did
+    (``Cluster.drs_reads``): the failure memo then keys on who borrows."""
+    from compiler.tools.simulate.cluster import Workload
+    from compiler.tools.simulate.preemption import get_targets
+
+    cl = _cluster(LOOP_SPEC, True)
+    fr = ("f", GPU)
+    for key, q, n in (("a", "q1", 4), ("b", "q2", 3)):  # q1 borrows 2 of q2's quota
+        cl.admit(Workload(key, q, {GPU: n * SCALE}), {fr: n * SCALE}, 1.0)
+    pre = Workload("p", "q0", {GPU: 2 * SCALE}, priority=10)
+    reads = cl.drs_reads
+    first = get_targets(cl, pre, {fr}, {fr: 2 * SCALE})
+    compared = cl.drs_reads - reads
+    assert compared, "the search compared shares"
+    again = get_targets(cl, pre, {fr}, {fr: 2 * SCALE})
+    assert len(cl.searches) == 1 and [t.workload.key for t in again] == [t.workload.key for t in first]
+    assert cl.drs_reads - reads == 2 * compared
+
+
+def test_an_admission_starts_the_count_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``high`` preempts twice, admitted after each: not a loop, even with a limit of 2."""
+    from sim_kueue import cq, quota, setup
+
+    from compiler.tools.simulate.cluster import Cluster
+
+    monkeypatch.setattr(replay_mod, "LOOP_LIMIT", 2)
+    seen = _preempting_rounds(monkeypatch)
+    cl = Cluster.of(setup([cq("a", {"f": {GPU: quota("2")}}, within="LowerPriority")]))
+    jobs = [Job(name, "a", "a", t, d, {GPU: g * SCALE}, p, gpus=g) for name, t, d, g, p in (
+        ("low1", 0, 100, 1, 0), ("low2", 0, 100, 1, 0),
+        ("high", 1, 100, 2, 10),  # preempts both lows
+        ("top", 2, 0.5, 1, 100),  # preempts high; low1 takes the other GPU
+        )]  # top ends at 2.5: high preempts low1 again
+    out = replay(cl, jobs)
+    assert seen["high"].count("preempting") == 2
+    assert not out.stalled and not any(tr.wl.held_back for tr in out.tracks)
