@@ -90,7 +90,7 @@ def test_the_loop_limit_is_the_number_of_preemptions_in_a_row(monkeypatch: pytes
     seen = _preempting_rounds(monkeypatch)
     out = replay(_cluster(LOOP_SPEC, True), _jobs(LOOP_SPEC, LOOP_ROWS))
     assert out.stalled and all("3 times" in s for s in out.stalled)
-    first = float(out.stalled[0].split("s:")[0][2:])
+    first = float(out.stalled[0].split("(t=")[1].split("s)")[0])
     assert first < 115  # the default limit's first loop is named at t=115s
     _held_at_the_limit(seen, out, 3)
 
@@ -108,6 +108,13 @@ def test_every_format_shows_the_loop() -> None:
                  pair_markdown(Pair("main", "c", rep, None, "no base"))):
         assert text.count("14543") >= 2, text  # markdown escapes the "#"
     assert "kubernetes-sigs/kueue#14543" in render_json(rep)
+    base = rep.__class__(**{**rep.__dict__, "stalled": [*rep.stalled, "t=1s: a loop the change ends"]})
+    both = pair_markdown(Pair("main", "c", rep, base, ""))
+    assert both.count("14543") == 2, "a warning on both sides is said once"
+    assert "**warning** (only on main): " in both and "a loop the change ends" in both, both
+    odd = pair_markdown(Pair("x<b>*", "c", rep, base, ""))  # a ref is the user's text: escaped
+    line = next(x for x in odd.splitlines() if "only on x" in x)
+    assert "only on x&lt;b&gt;\\*)" in line, line
     many = rep.__class__(**{**rep.__dict__, "stalled": [f"loop {i}" for i in range(8)]})
     shown = render_markdown(many)
     assert "loop 4" in shown and "loop 5" not in shown and "3 more warning(s)" in shown

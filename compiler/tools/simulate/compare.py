@@ -238,15 +238,18 @@ def render_markdown(pair: Pair) -> str:
         if left > 0:
             lines.append(f"The chart shows the {len(charted)} teams whose p95 wait changed most; {left} more left out.")
     warned = _warnings(pair)
-    lines += ["", *(f"- **warning** ({side}): {escape.md_text(w)}" for side, w in warned)] if warned else []
+    lines += ["", *(f"- **warning** ({escape.md_text(side)}): {escape.md_text(w)}" for side, w in warned)] \
+        if warned else []
     return "\n".join(lines) + "\n"
 
 
 def _warnings(pair: Pair) -> list[tuple[str, str]]:
-    """Each side's replay warnings (stalls, preemption loops), the working tree's first."""
+    """The replay warnings (stalls, preemption loops) of the working tree, then those only the
+    base had (what the change ends): a loop on both sides is said once."""
     out = [("working tree", w) for w in warnings(pair.head.stalled)]
     if pair.base is not None:
-        out += [(pair.ref, w) for w in warnings(pair.base.stalled)]
+        head = set(pair.head.stalled)
+        out += [(f"only on {pair.ref}", w) for w in warnings([w for w in pair.base.stalled if w not in head])]
     return out
 
 

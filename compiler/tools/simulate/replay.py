@@ -211,6 +211,13 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
     done = 0
     wakeups = 0
 
+    first = min((j.submit for j in jobs), default=0.0)
+
+    def when(now: float) -> str:
+        """A warning's time: hours into the trace (a trace's clock may be epoch seconds), and the
+        trace's own time to find it there."""
+        return f"{(now - first) / 3600:,.2f} h in (t={now:.0f}s)"
+
     explained: dict[tuple[object, ...], str] = {}
 
     def explain(e: Entry) -> str:
@@ -285,7 +292,7 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
         while True:
             cycles_here += 1
             if cycles_here > MAX_CYCLES_PER_INSTANT:
-                out.stalled.append(f"t={now:.0f}s: more than {MAX_CYCLES_PER_INSTANT} cycles; moved on")
+                out.stalled.append(f"{when(now)}: more than {MAX_CYCLES_PER_INSTANT} cycles; moved on")
                 break
             heads: list[tuple[str, tuple[object, ...], Workload]] = []
             # the queues with workloads, in the queues' order: at 1,000 teams most are empty, and
@@ -325,7 +332,7 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                     if tr.futile == LOOP_LIMIT:
                         tr.wl.held_back = True
                         out.stalled.append(
-                            f"t={now:.0f}s: {e.wl.key} ({tr.job.team}) preempted {LOOP_LIMIT} times without being "
+                            f"{when(now)}: {e.wl.key} ({tr.job.team}) preempted {LOOP_LIMIT} times without being "
                             f"admitted, the quota freed going to others: a preemption loop "
                             f"(kubernetes-sigs/kueue#14543); held back from preempting from here on")
                     queues[name].note(h, now, explain_failure(cl, e.wl, e.usage, e.assignment.reasons, True))
@@ -350,7 +357,7 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                 observe(now, cl)
             idle = 0 if progress_made else idle + 1
             if idle > MAX_IDLE_CYCLES:  # only skipped entries left: a livelock the model cannot resolve
-                out.stalled.append(f"t={now:.0f}s: {len(heads)} heads skipped {MAX_IDLE_CYCLES} cycles in a row")
+                out.stalled.append(f"{when(now)}: {len(heads)} heads skipped {MAX_IDLE_CYCLES} cycles in a row")
                 for name, bucket, _ in heads:
                     queues[name].park(bucket)
         for victim in evicted:
