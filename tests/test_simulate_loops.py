@@ -1,5 +1,6 @@
-"""Preemption loops (kubernetes-sigs/kueue#14543): a workload that keeps preempting without being
-admitted is named and held back, so the replay ends; every format shows the warning."""
+"""Preemption loops (kubernetes-sigs/kueue#14543): a workload that has preempted in
+``replay.LOOP_LIMIT`` cycles without running to completion is named and held back, so the replay
+ends; every format shows the warning."""
 
 from __future__ import annotations
 
@@ -62,34 +63,30 @@ def test_a_preemption_loop_ends_named_and_held_back(monkeypatch: pytest.MonkeyPa
     assert sorted(tr.job.name for tr in looped) == ["j11", "j7"]
     assert len(out.stalled) == 2
     for tr in looped:
-        assert any(tr.job.name in s and "kubernetes-sigs/kueue#14543" in s and f"{replay_mod.LOOP_LIMIT} times" in s
+        assert any(tr.job.name in s and "kubernetes-sigs/kueue#14543" in s and f"in {replay_mod.LOOP_LIMIT} cycles" in s
                    for s in out.stalled)
         assert LOOP_CAUSE in tr.causes
     _held_at_the_limit(seen, out, replay_mod.LOOP_LIMIT)
 
 
 def _held_at_the_limit(seen: dict[str, list[str]], out: Any, limit: int) -> None:
-    """Each workload is held back exactly when it preempted ``limit`` times without an admission
-    in between, and preempts no more after it."""
+    """Each workload is held back exactly at the cycle where it preempted for the ``limit``-th
+    time (a job finishes once: the count is over its life), and preempts no more after it."""
     for tr in out.tracks:
-        run, held = 0, False
+        rounds, held = 0, False
         for s in seen.get(tr.job.name, []):
-            if s == "admitted":
-                run = 0
-            elif s == "preempting":
+            if s == "preempting":
                 assert not held, f"{tr.job.name} preempted after being held back"
-                run += 1
-                held = held or run == limit
+                rounds += 1
+                held = held or rounds == limit
         assert held == tr.wl.held_back, tr.job.name
 
 
-def test_the_loop_limit_is_the_number_of_preemptions_in_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A lower limit holds the same workloads back sooner; a preemption that ends in an admission
-    starts the count again."""
+def test_a_lower_limit_holds_back_sooner(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(replay_mod, "LOOP_LIMIT", 3)
     seen = _preempting_rounds(monkeypatch)
     out = replay(_cluster(LOOP_SPEC, True), _jobs(LOOP_SPEC, LOOP_ROWS))
-    assert out.stalled and all("3 times" in s for s in out.stalled)
+    assert out.stalled and all("in 3 cycles" in s for s in out.stalled)
     first = float(out.stalled[0].split("(t=")[1].split("s)")[0])
     assert first < 115  # the default limit's first loop is named at t=115s
     _held_at_the_limit(seen, out, 3)
@@ -123,8 +120,8 @@ def test_every_format_shows_the_loop() -> None:
 @settings(max_examples=max(EXAMPLES // 4, 10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster_specs, job_specs)
 def test_held_back_exactly_at_the_limit(spec: Any, rows: list[tuple[int, int, int, int, int]]) -> None:
-    """On random clusters, with a limit of 2: held back exactly when two preemptions came without an
-    admission between them (an admission starts the count again), and never preempting after."""
+    """On random clusters, with a limit of 2: held back exactly at a workload's second cycle of
+    preempting, and never preempting after."""
     seen: dict[str, list[str]] = {}
     real, limit = replay_mod.run_cycle, replay_mod.LOOP_LIMIT
 
@@ -162,13 +159,15 @@ def test_a_kept_search_reads_the_shares_the_search_read() -> None:
     assert cl.drs_reads - reads == 2 * compared
 
 
-def test_an_admission_starts_the_count_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``high`` preempts twice, admitted after each: not a loop, even with a limit of 2."""
+@pytest.mark.parametrize("limit", [2, 3])
+def test_the_count_is_over_the_jobs_life(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    """``high`` preempts twice, admitted after each: held back at the second with a limit of 2
+    (admissions between do not restart the count), not with 3."""
     from sim_kueue import cq, quota, setup
 
     from compiler.tools.simulate.cluster import Cluster
 
-    monkeypatch.setattr(replay_mod, "LOOP_LIMIT", 2)
+    monkeypatch.setattr(replay_mod, "LOOP_LIMIT", limit)
     seen = _preempting_rounds(monkeypatch)
     cl = Cluster.of(setup([cq("a", {"f": {GPU: quota("2")}}, within="LowerPriority")]))
     jobs = [Job(name, "a", "a", t, d, {GPU: g * SCALE}, p, gpus=g) for name, t, d, g, p in (
@@ -177,5 +176,28 @@ def test_an_admission_starts_the_count_again(monkeypatch: pytest.MonkeyPatch) ->
         ("top", 2, 0.5, 1, 100),  # preempts high; low1 takes the other GPU
         )]  # top ends at 2.5: high preempts low1 again
     out = replay(cl, jobs)
-    assert seen["high"].count("preempting") == 2
-    assert not out.stalled and not any(tr.wl.held_back for tr in out.tracks)
+    assert seen["high"].count("preempting") == 2 and seen["high"][-1] == "admitted"
+    high = next(tr for tr in out.tracks if tr.job.name == "high")
+    assert high.wl.held_back == (limit == 2)
+    assert len(out.stalled) == (limit == 2)
+
+
+# a second story of the same search: q0 and q1 take turns, j19 reclaiming within q1's nominal
+# quota and j20 winning it back by a fair-sharing strategy, each admitted in between
+TURNS_SPEC = ([(4, None, None, 0, "LowerPriority", "Any", "LowerPriority", 3, 1),
+               (2, 4, None, 0, "LowerPriority", "Any", "Never", 2, 1)],
+              0, True, "BestEffortFIFO", ("LessThanOrEqualToFinalShare", "LessThanInitialShare"))
+TURNS_ROWS = [(2, 18, 15, 5, 10), (0, 18, 11, 1, 0), (3, 22, 30, 1, 100), (1, 21, 24, 3, 100), (0, 14, 21, 5, 100),
+              (3, 13, 29, 4, 100), (1, 40, 9, 5, 10), (1, 19, 21, 4, 0), (1, 9, 11, 3, 100), (1, 5, 7, 2, 0),
+              (1, 29, 6, 4, 100), (1, 29, 13, 2, 100), (3, 28, 11, 4, 0), (3, 22, 25, 4, 100), (0, 21, 26, 5, 0),
+              (2, 1, 5, 1, 10), (1, 14, 25, 1, 100), (3, 4, 5, 1, 100), (2, 0, 25, 1, 10), (3, 40, 21, 2, 100),
+              (0, 40, 30, 5, 100), (1, 22, 20, 3, 0)]
+
+
+def test_two_workloads_taking_turns_end_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _preempting_rounds(monkeypatch)
+    out = replay(_cluster(TURNS_SPEC, True), _jobs(TURNS_SPEC, TURNS_ROWS))
+    assert out.cycles < 5_000
+    assert "j19" in {tr.job.name for tr in out.tracks if tr.wl.held_back}  # that ends the turns
+    _held_at_the_limit(seen, out, replay_mod.LOOP_LIMIT)
+    assert _story(TURNS_SPEC, TURNS_ROWS, True) == _story(TURNS_SPEC, TURNS_ROWS, False)

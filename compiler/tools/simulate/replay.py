@@ -17,17 +17,20 @@ retries when a new workload arrives in it. Only releases requeue: an admission e
 An admitted job runs for its remaining duration. A preempted job goes back to its queue and
 restarts from the beginning, or keeps ``checkpoint`` (0..1) of its progress.
 
-Preemption loops. Kueue v0.19.2's fair sharing can preempt for ever: a preemptor evicts its
-targets, and the quota they free goes to another workload (a preemptee, or a workload of another
-queue the tournament puts first), so the preemptor preempts again, and again
-(kubernetes-sigs/kueue#14543, open at this tag; ``fillBackWorkloads`` gives back same-queue
-targets, raising the preemptor's share). The replay follows Kueue into such a loop, and a loop
-that holds while jobs keep arriving never ends: a 22-job random cluster ran for minutes and
-gigabytes, and 6 workloads of the Philly trace on a 1,000-team cluster preempted ~1,500 times each
-without being admitted. A workload that preempts ``LOOP_LIMIT`` times in a row without being
-admitted is reported (``Outcome.stalled``, shown in every format) and held back: from then on it
-is admitted only where it fits without preempting. Kueue would keep evicting its targets, so the
-report understates the churn of a loop it names.
+Preemption loops. Kueue v0.19.2 can preempt for ever. Either a preemptor evicts its targets
+and the quota they free goes to another workload first (a workload of another queue the
+tournament puts first, or a higher-priority one of its own queue that the release unparked), so
+it preempts again (kubernetes-sigs/kueue#14543, open at this tag); or two workloads take turns:
+one reclaims within its nominal quota, the other wins it back by a fair-sharing strategy, and
+so on (#7101). The replay follows Kueue into such a loop, and one that holds while jobs keep
+arriving never ends (each evicted run leaves a completion event that makes a new instant): two
+random 22-job clusters ran for minutes and gigabytes, and 6 workloads of the Philly trace on a
+1,000-team cluster preempted ~500-1,500 times each without being admitted. A workload that has
+preempted in ``LOOP_LIMIT`` cycles without running to completion is reported
+(``Outcome.stalled``, shown in every format) and held back: from then on it is admitted only
+where it fits without preempting. Every eviction is some workload's preemption, so the replay
+now always ends. Kueue would keep evicting, so the report understates the churn of a loop it
+names.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from compiler.tools.simulate.scheduler import Entry, deps, run_cycle
 MAX_IDLE_CYCLES = 50
 MAX_CYCLES_PER_INSTANT = 200_000
 EVICTION_S = 1.0  # a preempted workload is requeued this long after its eviction
-LOOP_LIMIT = 10  # preemptions in a row without being admitted: a preemption loop (see the docstring)
+LOOP_LIMIT = 10  # cycles in which one workload preempted, without it finishing: a loop (see the docstring)
 LOOP_CAUSE = "held back after a preemption loop (kubernetes-sigs/kueue#14543): admitted only where it fits without preempting"
 
 
@@ -85,7 +88,7 @@ class Track:
     caused: int = 0
     flavors: dict[str, str] = field(default_factory=dict)
     never_fits: str = ""
-    futile: int = 0  # preemptions since it was last admitted (LOOP_LIMIT)
+    futile: int = 0  # cycles in which it preempted (a job finishes once: LOOP_LIMIT)
 
 
 @dataclass
@@ -312,7 +315,6 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                 tr = tracks[e.wl.key]
                 if e.status == "admitted":
                     progress_made = True
-                    tr.futile = 0
                     queues[name].charge(tr, h, now)
                     popped(name, h)
                     tr.wait += now - tr.pending_since
@@ -332,9 +334,10 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                     if tr.futile == LOOP_LIMIT:
                         tr.wl.held_back = True
                         out.stalled.append(
-                            f"{when(now)}: {e.wl.key} ({tr.job.team}) preempted {LOOP_LIMIT} times without being "
-                            f"admitted, the quota freed going to others: a preemption loop "
-                            f"(kubernetes-sigs/kueue#14543); held back from preempting from here on")
+                            f"{when(now)}: {e.wl.key} ({tr.job.team}) preempted in {LOOP_LIMIT} cycles without "
+                            f"running to completion (the quota it freed went to others, or it was evicted again): "
+                            f"a preemption loop (kubernetes-sigs/kueue#14543); held back from preempting from "
+                            f"here on")
                     queues[name].note(h, now, explain_failure(cl, e.wl, e.usage, e.assignment.reasons, True))
                     for t in e.targets:
                         victim = tracks[t.workload.key]
