@@ -13,6 +13,7 @@ from sim_kueue import cohort, cq, quota, setup
 
 from compiler.tools.simulate.cluster import Cluster
 from compiler.tools.simulate.objects import SCALE
+from compiler.tools.simulate.quota import DRS, compare_drs
 from compiler.tools.simulate.replay import Job, replay
 
 GPU = "nvidia.com/gpu"
@@ -331,3 +332,28 @@ def test_searches_are_kept_by_the_admitted_set() -> None:
         fast = _story(spec, rows, True)
     assert seen[0] > 0, "some searches were answered from the kept ones"
     assert fast == _story(spec, rows, False)
+
+
+def _compare_drs_as_written(a: Any, b: Any) -> int:
+    """CompareDRS as pkg/cache/scheduler/fair_sharing.go (v0.19.2) writes it."""
+    za, zb = a.weight == 0 and a.ratio != 0, b.weight == 0 and b.ratio != 0
+    if za and zb:
+        return (a.ratio > b.ratio) - (a.ratio < b.ratio)
+    if za:
+        return 1
+    if zb:
+        return -1
+    sa, sb = a.share(), b.share()
+    return (sa > sb) - (sa < sb)
+
+
+drs_values = st.builds(DRS, st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0]),
+                       st.one_of(st.sampled_from([-1.0, 0.0, 250.0, 500.0, 1000.0]), st.floats(0, 5000)))
+
+
+@settings(max_examples=500, deadline=None)
+@given(drs_values, drs_values)
+def test_compare_drs_is_kueues(a: Any, b: Any) -> None:
+    """The one-tuple order (``DRS.order``) compares as Kueue's CompareDRS, weight zero included."""
+    assert compare_drs(a, b) == _compare_drs_as_written(a, b)
+    assert compare_drs(a, b) == -compare_drs(b, a)
