@@ -88,7 +88,7 @@ class Track:
     caused: int = 0
     flavors: dict[str, str] = field(default_factory=dict)
     never_fits: str = ""
-    futile: int = 0  # cycles in which it preempted (a job finishes once: LOOP_LIMIT)
+    preempting_cycles: int = 0  # cycles in which it preempted (a job finishes once: LOOP_LIMIT)
 
 
 @dataclass
@@ -330,8 +330,8 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                 elif e.status == "preempting":
                     progress_made = True
                     tr.caused += len(e.targets)
-                    tr.futile += 1
-                    if tr.futile == LOOP_LIMIT:
+                    tr.preempting_cycles += 1
+                    if tr.preempting_cycles == LOOP_LIMIT:
                         tr.wl.held_back = True
                         out.stalled.append(
                             f"{when(now)}: {e.wl.key} ({tr.job.team}) preempted in {LOOP_LIMIT} cycles without "

@@ -107,15 +107,14 @@ def nominate(cl: Cluster, wl: Workload) -> Entry:
     a = assign(cl, wl)
     e = Entry(wl, a, usage=a.usage(wl))
     if a.final_mode() == "Preempt":
+        if wl.held_back:  # a preemption loop (replay.LOOP_LIMIT): no targets; not memoised, the memo is per shape
+            return e
         frs = a.preempt_frs()
         single = next(iter(e.usage.items())) if len(e.usage) == 1 else None
         if single is not None and frs == {single[0]} and single in a.oracle:
             e.targets = a.oracle[single]
         elif not (cl.fast and no_targets(cl, wl, frs, e.usage)):
             e.targets = get_targets(cl, wl, frs, e.usage)
-    if wl.held_back and e.targets:  # a preemption loop (replay.LOOP_LIMIT): not memoised, the memo is per shape
-        e.targets = []
-        return e
     if cl.fast and _failed(e):
         borrow = cl.borrow_version.get(cl.roots[wl.cq].name, 0) if cl.drs_reads != reads else None
         cl.failures[key] = ((now, borrow), a, _values(cl, wl))
