@@ -5,7 +5,8 @@ small clusters and traces: same admissions, flavors, preemptions and waiting cau
 from __future__ import annotations
 
 import os
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -282,7 +283,8 @@ def test_the_admitted_digest_is_the_set_of_admissions() -> None:
     assert digest() == 0
 
 
-def _checked_searches(seen: list[int]) -> Any:
+@contextmanager
+def _checked_searches(seen: list[int]) -> Iterator[None]:
     """Patch the replay's preemption searches so that every search answered from the kept ones is
     run again on the spot and compared; ``seen`` counts them."""
     from compiler.tools.simulate import flavors, preemption, scheduler
@@ -298,14 +300,11 @@ def _checked_searches(seen: list[int]) -> Any:
             assert [(t.workload.key, t.reason) for t in out] == [(t.workload.key, t.reason) for t in again]
         return out
 
-    class Patched:
-        def __enter__(self) -> None:
-            flavors.get_targets = scheduler.get_targets = checked
-
-        def __exit__(self, *exc: object) -> None:
-            flavors.get_targets = scheduler.get_targets = real
-
-    return Patched()
+    flavors.get_targets = scheduler.get_targets = checked
+    try:
+        yield
+    finally:
+        flavors.get_targets = scheduler.get_targets = real
 
 
 @settings(max_examples=max(EXAMPLES // 4, 10), deadline=None, suppress_health_check=[HealthCheck.too_slow])

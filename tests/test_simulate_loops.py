@@ -4,7 +4,8 @@ ends; every format shows the warning."""
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -40,10 +41,13 @@ def _jobs(spec: Any, rows: list[tuple[int, int, int, int, int]]) -> list[Job]:
             for i, (q, t, d, g, p) in enumerate(rows)]
 
 
-def _preempting_rounds(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    """Each workload's cycle outcomes, in order, recorded around the replay's scheduler."""
+@contextmanager
+def _recording(limit: int | None = None) -> Iterator[dict[str, list[str]]]:
+    """Each workload's cycle outcomes, in order, recorded around the replay's scheduler while in
+    the block, with ``LOOP_LIMIT`` set to ``limit`` if given (a context manager, not monkeypatch:
+    hypothesis tests use it too)."""
     seen: dict[str, list[str]] = {}
-    real = replay_mod.run_cycle
+    real, was = replay_mod.run_cycle, replay_mod.LOOP_LIMIT
 
     def recorded(cl: Any, heads: Any, now: float) -> Any:
         entries = real(cl, heads, now)
@@ -51,13 +55,17 @@ def _preempting_rounds(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
             seen.setdefault(e.wl.key, []).append(e.status)
         return entries
 
-    monkeypatch.setattr(replay_mod, "run_cycle", recorded)
-    return seen
+    replay_mod.run_cycle = recorded
+    replay_mod.LOOP_LIMIT = was if limit is None else limit
+    try:
+        yield seen
+    finally:
+        replay_mod.run_cycle, replay_mod.LOOP_LIMIT = real, was
 
 
-def test_a_preemption_loop_ends_named_and_held_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen = _preempting_rounds(monkeypatch)
-    out = replay(_cluster(LOOP_SPEC, True), _jobs(LOOP_SPEC, LOOP_ROWS))
+def test_a_preemption_loop_ends_named_and_held_back() -> None:
+    with _recording() as seen:
+        out = replay(_cluster(LOOP_SPEC, True), _jobs(LOOP_SPEC, LOOP_ROWS))
     assert out.cycles < 2_000
     looped = [tr for tr in out.tracks if tr.wl.held_back]
     assert sorted(tr.job.name for tr in looped) == ["j11", "j7"]
@@ -82,10 +90,9 @@ def _held_at_the_limit(seen: dict[str, list[str]], out: Any, limit: int) -> None
         assert held == tr.wl.held_back, tr.job.name
 
 
-def test_a_lower_limit_holds_back_sooner(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(replay_mod, "LOOP_LIMIT", 3)
-    seen = _preempting_rounds(monkeypatch)
-    out = replay(_cluster(LOOP_SPEC, True), _jobs(LOOP_SPEC, LOOP_ROWS))
+def test_a_lower_limit_holds_back_sooner() -> None:
+    with _recording(3) as seen:
+        out = replay(_cluster(LOOP_SPEC, True), _jobs(LOOP_SPEC, LOOP_ROWS))
     assert out.stalled and all("in 3 cycles" in s for s in out.stalled)
     first = float(out.stalled[0].split("(t=")[1].split("s)")[0])
     assert first < 115  # the default limit's first loop is named at t=115s
@@ -122,20 +129,8 @@ def test_every_format_shows_the_loop() -> None:
 def test_held_back_exactly_at_the_limit(spec: Any, rows: list[tuple[int, int, int, int, int]]) -> None:
     """On random clusters, with a limit of 2: held back exactly at a workload's second cycle of
     preempting, and never preempting after."""
-    seen: dict[str, list[str]] = {}
-    real, limit = replay_mod.run_cycle, replay_mod.LOOP_LIMIT
-
-    def recorded(cl: Any, heads: Any, now: float) -> Any:
-        entries = real(cl, heads, now)
-        for e in entries:
-            seen.setdefault(e.wl.key, []).append(e.status)
-        return entries
-
-    replay_mod.run_cycle, replay_mod.LOOP_LIMIT = recorded, 2
-    try:
+    with _recording(2) as seen:
         out = replay(_cluster(spec, True), _jobs(spec, rows))
-    finally:
-        replay_mod.run_cycle, replay_mod.LOOP_LIMIT = real, limit
     _held_at_the_limit(seen, out, 2)
 
 
@@ -160,22 +155,21 @@ def test_a_kept_search_reads_the_shares_the_search_read() -> None:
 
 
 @pytest.mark.parametrize("limit", [2, 3])
-def test_the_count_is_over_the_jobs_life(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+def test_the_count_is_over_the_jobs_life(limit: int) -> None:
     """``high`` preempts twice, admitted after each: held back at the second with a limit of 2
     (admissions between do not restart the count), not with 3."""
     from sim_kueue import cq, quota, setup
 
     from compiler.tools.simulate.cluster import Cluster
 
-    monkeypatch.setattr(replay_mod, "LOOP_LIMIT", limit)
-    seen = _preempting_rounds(monkeypatch)
     cl = Cluster.of(setup([cq("a", {"f": {GPU: quota("2")}}, within="LowerPriority")]))
     jobs = [Job(name, "a", "a", t, d, {GPU: g * SCALE}, p, gpus=g) for name, t, d, g, p in (
         ("low1", 0, 100, 1, 0), ("low2", 0, 100, 1, 0),
         ("high", 1, 100, 2, 10),  # preempts both lows
         ("top", 2, 0.5, 1, 100),  # preempts high; low1 takes the other GPU
         )]  # top ends at 2.5: high preempts low1 again
-    out = replay(cl, jobs)
+    with _recording(limit) as seen:
+        out = replay(cl, jobs)
     assert seen["high"].count("preempting") == 2 and seen["high"][-1] == "admitted"
     high = next(tr for tr in out.tracks if tr.job.name == "high")
     assert high.wl.held_back == (limit == 2)
@@ -194,9 +188,9 @@ TURNS_ROWS = [(2, 18, 15, 5, 10), (0, 18, 11, 1, 0), (3, 22, 30, 1, 100), (1, 21
               (0, 40, 30, 5, 100), (1, 22, 20, 3, 0)]
 
 
-def test_two_workloads_taking_turns_end_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen = _preempting_rounds(monkeypatch)
-    out = replay(_cluster(TURNS_SPEC, True), _jobs(TURNS_SPEC, TURNS_ROWS))
+def test_two_workloads_taking_turns_end_named() -> None:
+    with _recording() as seen:
+        out = replay(_cluster(TURNS_SPEC, True), _jobs(TURNS_SPEC, TURNS_ROWS))
     assert out.cycles < 5_000
     assert "j19" in {tr.job.name for tr in out.tracks if tr.wl.held_back}  # that ends the turns
     _held_at_the_limit(seen, out, replay_mod.LOOP_LIMIT)
