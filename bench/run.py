@@ -154,20 +154,37 @@ def _edit_one_team(root: Path, n: int) -> str:
     """The n-th team with a budget that sets no lending limit guarantees one GPU less: a real
     edit (its ClusterQueue, REPORT.md and allocation.json change) that stays valid. Returns the
     team's name."""
+    return _edit_teams(root, n, 1)[0]
+
+
+def _edit_teams(root: Path, first: int, count: int) -> list[str]:
+    """``_edit_one_team`` for ``count`` editable teams from the ``first``-th on (wrapping round the
+    team files)."""
     import yaml
 
-    found = 0
-    for path in sorted((root / "policies" / "teams").glob("*.yaml")):
+    paths = sorted((root / "policies" / "teams").glob("*.yaml"))
+    names: list[str] = []
+    found, tried = 0, 0
+    i = 0
+    while len(names) < count:
+        if i == len(paths):  # wrapped round: the index counts on from the files' start
+            if tried == 0:
+                raise SystemExit("no team budget to edit")
+            i, tried = 0, 0
+        path = paths[i]
+        i += 1
         team = yaml.safe_load(path.read_text())
-        for budget in team["spec"].get("budgets", []):
-            if budget.get("guaranteed", 0) >= 2 and "lend" not in budget:
-                if found == n:
-                    budget["guaranteed"] -= 1
-                    path.write_text(yaml.safe_dump(team, sort_keys=False) + f"# bench edit {n}\n")
-                    return str(team["metadata"]["name"])
-                found += 1
-                break
-    raise SystemExit("no team budget to edit")
+        budget = next((b for b in team["spec"].get("budgets", []) if b.get("guaranteed", 0) >= 2 and "lend" not in b),
+                      None)
+        if budget is None:
+            continue
+        tried += 1
+        if found >= first:
+            budget["guaranteed"] -= 1
+            path.write_text(yaml.safe_dump(team, sort_keys=False) + f"# bench edit {found}\n")
+            names.append(str(team["metadata"]["name"]))
+        found += 1
+    return names
 
 
 def _job_shape(root: Path, team_name: str) -> str:
@@ -198,13 +215,16 @@ def interactive(work: Path, crds: Path, rounds: int) -> dict[str, Any]:
     * ``check``: ``check`` alone;
     * ``explain``: ``explain <team>`` right after the edit, then ``explain <team> --job``;
     * ``diff``: ``diff --base HEAD`` with HEAD the tree before the edit (the store holds what
-      earlier commands left, as on a developer's machine).
+      earlier commands left, as on a developer's machine);
+    * ``validate_10``, ``validate_100``: ``validate`` after editing 10 and 100 teams at once (its
+      cost by the size of the change; ``validate`` is the one-team figure).
     """
     _git(work, "init", "-q")
     _git(work, "add", "-A")
     _git(work, "commit", "-qm", "bench base")
     runs: dict[str, list[float]] = {k: [] for k in ("build_no_cache", "validate", "check_after_validate", "hooks",
-                                                    "hooks_commit", "check", "explain", "explain_job", "diff")}
+                                                    "hooks_commit", "check", "explain", "explain_job", "diff",
+                                                    "validate_10", "validate_100")}
     for r in range(rounds):
         runs["build_no_cache"].append(_wall(["build", "--no-cache"], work, crds))
         _edit_one_team(work, 10 * r + 5)
@@ -224,6 +244,9 @@ def interactive(work: Path, crds: Path, rounds: int) -> dict[str, Any]:
         _git(work, "commit", "-qam", f"bench round {r}")
         _edit_one_team(work, 10 * r + 4)
         runs["diff"].append(_wall(["diff", "--base", "HEAD", "--format", "text"], work, crds))
+        for k in (10, 100):  # different teams each round (the one-team edits above use the first ~50)
+            _edit_teams(work, 100 + 110 * r + (0 if k == 10 else 10), k)
+            runs[f"validate_{k}"].append(_wall(["validate"], work, crds))
     med = {k: statistics.median(v) for k, v in runs.items()}
     out: dict[str, Any] = {k: round(v, 3) for k, v in med.items()}
     out["ratios"] = {k: round(v / med["build_no_cache"], 3) for k, v in med.items() if k != "build_no_cache"}
@@ -344,6 +367,9 @@ def targets(lines: dict[str, dict[str, Any]]) -> list[str]:
                    f"{it['hooks']:.3f} s  (shown)")
         out.append(f"{head}: full build <= 1.0x the C emitter: {line['total']:.2f} / {line['baseline_s']:.2f} s = "
                    f"{line['ratio']:.3f}x  {_verdict(line['ratio'] <= 1.0)}")
+        out.append(f"{head}: `validate` after editing 1 / 10 / 100 teams: {it['validate']:.3f} / "
+                   f"{it['validate_10']:.3f} / {it['validate_100']:.3f} s  (shown)")
+    out += _flatness(sized)
     ref = next((line for teams, line in sized if teams == 1000), None)
     for teams, line in sized:
         if ref is None or teams <= 1000:
@@ -355,9 +381,28 @@ def targets(lines: dict[str, dict[str, Any]]) -> list[str]:
     return out
 
 
+FLAT = 1.5  # a one-team edit in a 20x larger organisation costs at most this many times as much
+
+
+def _flatness(sized: list[tuple[int, dict[str, Any]]]) -> list[str]:
+    """Issue 21: the cost of ``validate`` and ``check`` after a one-team edit "grows with the size
+    of the change, not of the organisation": their time in the largest case over the smallest
+    (250 and 5,000 teams in ``make bench``) within ``FLAT`` when the organisation grows 10x or more.
+    A cost in proportion to the organisation would give ~20 there."""
+    if len(sized) < 2 or sized[-1][0] < 10 * sized[0][0]:
+        return []
+    (small, lo), (big, hi) = sized[0], sized[-1]
+    out = []
+    for cmd in ("validate", "check"):
+        a, b = lo["cli"]["interactive"][cmd], hi["cli"]["interactive"][cmd]
+        out.append(f"`{cmd}` after a one-team edit, {big} over {small} teams ({big / small:.0f}x the organisation) "
+                   f"<= {FLAT}x: {b:.3f} / {a:.3f} s = {b / a:.2f}x  {_verdict(b / a <= FLAT)}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="gpupolicy benchmark: one JSON line per case")
-    ap.add_argument("--cases", default="small,medium,large")
+    ap.add_argument("--cases", default="small,medium,large,5000x20")
     ap.add_argument("--crds", type=Path, default=None)
     ap.add_argument("--keep", type=Path, default=None,
                     help="work directory, kept afterwards (default: a temp dir, on tmpfs when available)")
