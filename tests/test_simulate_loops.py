@@ -23,7 +23,9 @@ from compiler.tools.simulate.report import summarize
 GPU = "nvidia.com/gpu"
 # found by a random search over the fast-path test's generator: q0 (no quota, reclaim Any) and q1
 # (reclaim Any) under fair sharing with both strategies; before the guard this replay of 22 jobs
-# ran for minutes, its usage log growing by gigabytes
+# ran for minutes, its usage log growing by gigabytes (and still does without it, since evicted
+# workloads are requeued EVICTION_S after their eviction: j9, j7 and j11 of q0 and j6 of q1 evict
+# one another's queue's workloads over and over)
 LOOP_SPEC = ([(0, None, None, 0, "LowerPriority", "Any", "Never", 1, 0),
               (2, None, None, 0, "Never", "Any", "Never", 1, 1),
               (3, None, None, 0, "LowerPriority", "LowerPriority", "Never", 2, 0)],
@@ -68,12 +70,13 @@ def test_a_preemption_loop_ends_named_and_held_back() -> None:
         out = replay(_cluster(LOOP_SPEC, True), _jobs(LOOP_SPEC, LOOP_ROWS))
     assert out.cycles < 2_000
     looped = [tr for tr in out.tracks if tr.wl.held_back]
-    assert sorted(tr.job.name for tr in looped) == ["j11", "j7"]
-    assert len(out.stalled) == 2
+    assert sorted(tr.job.name for tr in looped) == ["j11", "j6", "j7", "j9"]
+    assert len(out.stalled) == 4
     for tr in looped:
         assert any(tr.job.name in s and "kubernetes-sigs/kueue#14543" in s and f"in {replay_mod.LOOP_LIMIT} cycles" in s
                    for s in out.stalled)
-        assert LOOP_CAUSE in tr.causes
+        # j6's one failure once held back is in the instant it is admitted: no time to charge
+        assert (LOOP_CAUSE in tr.causes) == (tr.job.name != "j6"), tr.causes
     _held_at_the_limit(seen, out, replay_mod.LOOP_LIMIT)
 
 
@@ -95,7 +98,7 @@ def test_a_lower_limit_holds_back_sooner() -> None:
         out = replay(_cluster(LOOP_SPEC, True), _jobs(LOOP_SPEC, LOOP_ROWS))
     assert out.stalled and all("in 3 cycles" in s for s in out.stalled)
     first = float(out.stalled[0].split("(t=")[1].split("s)")[0])
-    assert first < 115  # the default limit's first loop is named at t=115s
+    assert first < 94  # the default limit's first loop is named at t=94s
     _held_at_the_limit(seen, out, 3)
 
 
@@ -114,7 +117,7 @@ def test_every_format_shows_the_loop() -> None:
     assert "kubernetes-sigs/kueue#14543" in render_json(rep)
     base = rep.__class__(**{**rep.__dict__, "stalled": [*rep.stalled, "t=1s: a loop the change ends"]})
     both = pair_markdown(Pair("main", "c", rep, base, ""))
-    assert both.count("14543") == 2, "a warning on both sides is said once"
+    assert both.count("14543") == len(rep.stalled) <= 5, "a warning on both sides is said once"
     assert "**warning** (only on main): " in both and "a loop the change ends" in both, both
     odd = pair_markdown(Pair("x<b>*", "c", rep, base, ""))  # a ref is the user's text: escaped
     line = next(x for x in odd.splitlines() if "only on x" in x)
@@ -176,8 +179,8 @@ def test_the_count_is_over_the_jobs_life(limit: int) -> None:
     assert len(out.stalled) == (limit == 2)
 
 
-# a second story of the same search: q0 and q1 take turns, j19 reclaiming within q1's nominal
-# quota and j20 winning it back by a fair-sharing strategy, each admitted in between
+# a second story of the same search: q0 and q1 take turns, j2 reclaiming within q1's nominal
+# quota and j4 winning it back by a fair-sharing strategy, each admitted in between
 TURNS_SPEC = ([(4, None, None, 0, "LowerPriority", "Any", "LowerPriority", 3, 1),
                (2, 4, None, 0, "LowerPriority", "Any", "Never", 2, 1)],
               0, True, "BestEffortFIFO", ("LessThanOrEqualToFinalShare", "LessThanInitialShare"))
@@ -192,6 +195,40 @@ def test_two_workloads_taking_turns_end_named() -> None:
     with _recording() as seen:
         out = replay(_cluster(TURNS_SPEC, True), _jobs(TURNS_SPEC, TURNS_ROWS))
     assert out.cycles < 5_000
-    assert "j19" in {tr.job.name for tr in out.tracks if tr.wl.held_back}  # that ends the turns
+    held = {tr.job.name: tr for tr in out.tracks if tr.wl.held_back}
+    assert sorted(held) == ["j2", "j4"]  # that ends the turns
+    assert "j2" in {k for _, k, why in held["j4"].preempted_by if why == "InCohortReclamation"}
+    assert {k for _, k, why in held["j2"].preempted_by if why == "InCohortFairSharing"} == {"j4"}
     _held_at_the_limit(seen, out, replay_mod.LOOP_LIMIT)
     assert _story(TURNS_SPEC, TURNS_ROWS, True) == _story(TURNS_SPEC, TURNS_ROWS, False)
+
+
+def test_an_evicted_workload_is_requeued_after_its_pods_terminate() -> None:
+    """``low`` is preempted at t=1: it is queued again at t=1 + EVICTION_S (an instant of its own,
+    where it does not fit), not at the next unrelated event, and the completion planned for its
+    evicted run (t=100) runs no cycle."""
+    from sim_kueue import cq, quota, setup
+
+    from compiler.tools.simulate.cluster import Cluster
+
+    cl = Cluster.of(setup([cq("a", {"f": {GPU: quota("2")}}, within="LowerPriority")]))
+    jobs = [Job(name, "a", "a", t, d, {GPU: 2 * SCALE}, p, gpus=2)
+            for name, t, d, p in (("low", 0, 100, 0), ("high", 1, 10, 10))]
+    instants: list[tuple[float, str, str]] = []
+    real = replay_mod.run_cycle
+
+    def recorded(cl: Any, heads: Any, now: float) -> Any:
+        entries = real(cl, heads, now)
+        instants.extend((now, e.wl.key, e.status) for e in entries)
+        return entries
+
+    replay_mod.run_cycle = recorded
+    try:
+        out = replay(cl, jobs)
+    finally:
+        replay_mod.run_cycle = real
+    requeued = 1 + replay_mod.EVICTION_S
+    assert instants == [(0, "low", "admitted"), (1, "high", "preempting"), (1, "high", "admitted"),
+                        (requeued, "low", "no-candidates"), (11, "low", "admitted")], instants
+    low = next(tr for tr in out.tracks if tr.job.name == "low")
+    assert low.finish == 111 and low.wait == 10  # waiting from its eviction at t=1 to t=11

@@ -14,8 +14,11 @@ Kueue batches that requeue by one second, the replay does it at once); a StrictF
 retries when a new workload arrives in it. Only releases requeue: an admission elsewhere does not
 (the same files), so a parked bucket stays parked until the next release in its tree.
 
-An admitted job runs for its remaining duration. A preempted job goes back to its queue and
-restarts from the beginning, or keeps ``checkpoint`` (0..1) of its progress.
+An admitted job runs for its remaining duration. A preempted job releases its quota at once and
+goes back to its queue ``EVICTION_S`` later (its pods terminate; the requeue is an event of its
+own, which runs the scheduler), then restarts from the beginning, or keeps ``checkpoint`` (0..1)
+of its progress. The completion planned for the evicted run is dropped: an instant where only
+such stale completions fall queues nothing, so its scheduler finds no head and runs no cycle.
 
 Preemption loops. Kueue v0.19.2 can preempt for ever. Either a preemptor evicts its targets
 and the quota they free goes to another workload first (a workload of another queue the
@@ -23,7 +26,7 @@ tournament puts first, or a higher-priority one of its own queue that the releas
 it preempts again (kubernetes-sigs/kueue#14543, open at this tag); or two workloads take turns:
 one reclaims within its nominal quota, the other wins it back by a fair-sharing strategy, and
 so on (#7101). The replay follows Kueue into such a loop, and one that holds while jobs keep
-arriving never ends (each evicted run leaves a completion event that makes a new instant): two
+arriving never ends (each eviction's requeue is a new instant that runs the loop again): two
 random 22-job clusters ran for minutes and gigabytes, and 6 workloads of the Philly trace on a
 1,000-team cluster preempted ~500-1,500 times each without being admitted. A workload that has
 preempted in ``LOOP_LIMIT`` cycles without running to completion is reported
@@ -49,6 +52,7 @@ from compiler.tools.simulate.scheduler import Entry, deps, run_cycle
 MAX_IDLE_CYCLES = 50
 MAX_CYCLES_PER_INSTANT = 200_000
 EVICTION_S = 1.0  # a preempted workload is requeued this long after its eviction
+FINISH, ARRIVAL, REQUEUE = 0, 1, 2  # event kinds, in the order one instant takes them
 LOOP_LIMIT = 10  # cycles in which one workload preempted, without it finishing: a loop (see the docstring)
 LOOP_CAUSE = "held back after a preemption loop (kubernetes-sigs/kueue#14543): admitted only where it fits without preempting"
 
@@ -204,15 +208,14 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
     behind = {q: BEHIND.format(team=q) for q in cl.setup.queues}
     queues = {q: _Queue(s.queueing == "StrictFIFO", behind[q]) for q, s in cl.setup.queues.items()}
     roots = {q: [c.name for c in cl.node(q).root().subtree_cqs()] for q in cl.setup.queues}
-    events: list[tuple[float, int, int, str, int]] = []  # time, kind (0 finish, 1 arrival), seq, key, run
+    events: list[tuple[float, int, int, str, int]] = []  # time, kind (FINISH, ARRIVAL, REQUEUE), seq, key, run
     for i, j in enumerate(sorted(jobs, key=lambda j: (j.submit, j.name))):
-        events.append((j.submit, 1, i, j.name, 0))
+        events.append((j.submit, ARRIVAL, i, j.name, 0))
     heapq.heapify(events)
     seq = len(events)
     log: list[tuple[float, str, FR, int]] = []
     out = Outcome(list(tracks.values()), cl, log, 0.0)
     done = 0
-    wakeups = 0
 
     first = min((j.submit for j in jobs), default=0.0)
 
@@ -269,10 +272,12 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
         now = events[0][0]
         while events and events[0][0] == now:
             _, kind, _, key, run = heapq.heappop(events)
-            if kind == 2:  # a wake-up: nothing arrives or ends, the scheduler runs again
-                continue
             tr = tracks[key]
-            if kind == 0:
+            if kind == REQUEUE:  # an evicted workload's pods are gone: it is queued again
+                queues[tr.wl.cq].push(_shape(tr.wl), tr.wl)
+                waiting.add(tr.wl.cq)
+                continue
+            if kind == FINISH:
                 if run != tr.run_id or tr.wl.admitted_at < 0:
                     continue  # preempted meanwhile
                 release(tr, now)
@@ -290,7 +295,6 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                 if q.strict:
                     q.unpark()
         idle = 0
-        evicted: list[Track] = []
         cycles_here = 0
         while True:
             cycles_here += 1
@@ -325,7 +329,7 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                     for fr, v in e.usage.items():
                         log.append((now, name, fr, v))
                     tr.run_id += 1
-                    heapq.heappush(events, (now + tr.remaining, 0, seq, tr.job.name, tr.run_id))
+                    heapq.heappush(events, (now + tr.remaining, FINISH, seq, tr.job.name, tr.run_id))
                     seq += 1
                 elif e.status == "preempting":
                     progress_made = True
@@ -347,7 +351,8 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                         victim.preempted_by.append((now, e.wl.key, t.reason))
                         victim.pending_since = now
                         victim.prefix = f"preempted by {e.wl.cq} ({t.reason})"
-                        evicted.append(victim)  # requeued once this instant is over (its pods terminate)
+                        heapq.heappush(events, (now + EVICTION_S, REQUEUE, seq, victim.job.name, victim.run_id))
+                        seq += 1
                 elif e.status in ("nofit", "no-candidates"):
                     cause = explain(e)
                     if e.assignment.never_fits:
@@ -363,13 +368,6 @@ def replay(cl: Cluster, jobs: list[Job], checkpoint: float = 0.0,
                 out.stalled.append(f"{when(now)}: {len(heads)} heads skipped {MAX_IDLE_CYCLES} cycles in a row")
                 for name, bucket, _ in heads:
                     queues[name].park(bucket)
-        for victim in evicted:
-            queues[victim.wl.cq].push(_shape(victim.wl), victim.wl)
-            waiting.add(victim.wl.cq)
-        if evicted and not events and wakeups < MAX_IDLE_CYCLES:  # let the requeued victims run
-            heapq.heappush(events, (now + EVICTION_S, 2, seq, "", 0))
-            seq += 1
-            wakeups += 1
         out.end = max(out.end, now)
     for q in queues.values():  # still waiting at the end
         for h, key in q.waiting():
