@@ -11,8 +11,9 @@ LOCK     := requirements-lock.txt
 MIN_LOCK := constraints-min.txt
 # The minimum-versions venv lives inside .venv: ignored by git and removed by `make clean` with it.
 MIN_VENV := $(VENV)/min
+MUT_VENV := $(VENV)/mutate
 
-.PHONY: build test test-min check validate schema docs fuzz bench lint typecheck lock clean
+.PHONY: build test test-min check validate schema docs fuzz bench mutate lint typecheck lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +64,17 @@ fuzz: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# Mutation testing of the solvers ([tool.mutmut] in pyproject.toml; bench/mutate.py): exit 1 when a
+# mutant survives that bench/mutants-equivalent.txt does not explain. Tens of minutes on two cores.
+mutate: $(MUT_VENV)/.installed
+	GPUPOLICY_SHARED=$${GPUPOLICY_SHARED:-$(abspath ../shared)} $(MUT_VENV)/bin/python bench/mutate.py
+
+$(MUT_VENV)/.installed: pyproject.toml $(LOCK) requirements-mutate.txt
+	rm -rf $(MUT_VENV)
+	$(PYTHON) -m venv $(MUT_VENV)
+	$(MUT_VENV)/bin/python -m pip install --quiet -c $(LOCK) -e '.[test]' -r requirements-mutate.txt
+	touch $@
 
 # The suite at the oldest versions pyproject.toml allows (constraints-min.txt), in a venv of its own.
 test-min: $(MIN_VENV)/.installed

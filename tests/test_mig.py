@@ -25,6 +25,7 @@ from compiler.mig import (
     pack,
     resolve_layout,
 )
+from compiler.mig.packing import PackResult, Placement
 from compiler.mig.problems import MigProblem
 from compiler.rules import get
 from compiler.validate.mig import RULE_OF, diagnostic
@@ -199,6 +200,42 @@ def test_placement_conflict_is_found_by_the_solver() -> None:
     assert "4g.40gb can occupy memory slices 2-5" in p.message
     assert "2g.20gb can occupy memory slices 2-3, 4-5" in p.message
     assert check_device(lab, {"2g.20gb": 2}) == []
+
+
+def _table(memory: int, *profiles: tuple[str, int, tuple[int, ...]]) -> MigGeometry:
+    """A raw geometry (no spec validation): (name, memory slices, starts) per profile, one compute
+    slice each, limits that never decide."""
+    return MigGeometry(8, memory, 8, tuple(MigProfile(n, 1, size, 8, starts) for n, size, starts in profiles), "test")
+
+
+def test_a_state_the_search_gave_up_on_stays_given_up() -> None:
+    """a, b and c all want slice 0 or 1: after a@0 b@1 fails, a@1 b@0 reaches the same state (the
+    same slices used, at the same profile), which the memo answers; a memo that answered yes would
+    accept three instances on two slices."""
+    geometry = _table(3, ("a", 1, (0, 1)), ("b", 1, (0, 1)), ("c", 1, (0, 1)))
+    result = pack(geometry, {"a": 1, "b": 1, "c": 1})
+    assert result.placements is None and not brute_force_fits(geometry, {"a": 1, "b": 1, "c": 1})
+    assert result.reason == ("a + b + c: no valid placement in 3 memory slices (a can occupy memory slices 0, 1; "
+                             "b can occupy memory slices 0, 1; c can occupy memory slices 0, 1)")
+
+
+def test_a_raw_table_never_places_past_the_last_slice() -> None:
+    """``pack`` takes any geometry: a start whose instance would end past the GPU's memory slices
+    (the spec rejects such a table, ``MigSpec._fits``) is not a place."""
+    geometry = _table(2, ("wide", 2, (1,)))
+    assert pack(geometry, {"wide": 1}).placements is None
+    assert pack(_table(3, ("wide", 2, (1,))), {"wide": 1}).placements == (Placement("wide", 1, 2),)
+
+
+def test_the_reason_counts_instances_and_leaves_out_zeros() -> None:
+    geometry = _table(4, ("a", 1, (0, 1)), ("b", 2, (0, 2)), ("z", 1, (3,)))
+    result = pack(geometry, {"a": 2, "b": 1, "z": 0})  # a@0 a@1 leave b only 2-3
+    assert result.placements == (Placement("a", 0, 1), Placement("a", 1, 1), Placement("b", 2, 2))
+    blocked = pack(_table(4, ("a", 1, (0, 2)), ("b", 2, (0, 2)), ("z", 1, (3,))), {"a": 2, "b": 1, "z": 0})
+    assert blocked.reason is not None and blocked.reason.startswith("2x a + b: no valid placement")
+    assert pack(geometry, {"a": 0, "z": 0}) == PackResult(())
+    with pytest.raises(KeyError, match="nope"):
+        pack(geometry, {"nope": 1})
 
 
 def test_media_extensions_once_per_gpu() -> None:

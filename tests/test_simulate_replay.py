@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, SHARED
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sim_kueue import cq, quota, setup
@@ -19,7 +19,7 @@ from compiler.tools.simulate.report import summarize
 from compiler.tools.simulate.traces import Mapping, TraceError, compress, philly_rule, read_trace
 
 GPU = "nvidia.com/gpu"
-PHILLY = REPO.parent / "shared" / "traces" / "philly-pollux" / "philly.csv"
+PHILLY = SHARED / "traces" / "philly-pollux" / "philly.csv"
 
 
 def job(name: str, q: str, submit: float, duration: float, gpus: int, priority: int = 0) -> Job:

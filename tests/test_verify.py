@@ -4,20 +4,16 @@ Kubernetes schemas: valid objects pass, each kind of mistake gets its own rule I
 from __future__ import annotations
 
 import copy
-import os
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest import CRDS
 
 from compiler.diagnostics import Severity
 from compiler.model.manifest import Manifest
 from compiler.verify import CrdRegistry, VerifyResult, verify
-
-REPO = Path(__file__).resolve().parent.parent
-CRDS = Path(os.environ.get("GPUPOLICY_CRDS") or REPO.parent / "shared" / "crds")
 
 
 @pytest.fixture(scope="module")
