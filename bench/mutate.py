@@ -84,8 +84,9 @@ def main() -> int:
     ns = ap.parse_args()
     if not ns.summary:
         run = subprocess.run([*MUTMUT, "run", "--max-children", str(ns.max_children)], cwd=REPO,
-                             stdout=subprocess.DEVNULL)
-        if run.returncode != 0:
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if run.returncode != 0:  # its progress lines end in carriage returns: the end is the news
+            print(run.stdout.replace("\r", "\n")[-4000:], file=sys.stderr)
             print(f"mutmut run exited {run.returncode}", file=sys.stderr)
             return 2
     status = results()
