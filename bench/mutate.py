@@ -83,7 +83,14 @@ def main() -> int:
     ap.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
     ns = ap.parse_args()
     if not ns.summary:
-        run = subprocess.run([*MUTMUT, "run", "--max-children", str(ns.max_children)], cwd=REPO,
+        # in one process: mutmut learns which tests reach a function by recording calls, and a
+        # forked child's calls (the reports, the rules: compiler.cache.forked) would be lost to it.
+        # A surviving mutant runs every test that reaches it: the simulator's property tests at
+        # 1,000 examples each made that ~80 s per survivor; 100 keep them (a kill that needs more
+        # examples than that is luck, not a test)
+        env = {**os.environ, "GPUPOLICY_NO_FORK": "1",
+               "GPUPOLICY_FUZZ_EXAMPLES": os.environ.get("GPUPOLICY_MUTATE_EXAMPLES", "100")}
+        run = subprocess.run([*MUTMUT, "run", "--max-children", str(ns.max_children)], cwd=REPO, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if run.returncode != 0:  # its progress lines end in carriage returns: the end is the news
             print(run.stdout.replace("\r", "\n")[-4000:], file=sys.stderr)

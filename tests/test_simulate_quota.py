@@ -23,6 +23,7 @@ from compiler.tools.simulate.quota import (
     DRS,
     Node,
     available,
+    borrowing_with,
     compare_drs,
     cq_available,
     drs,
@@ -133,3 +134,81 @@ def test_weight_divides_the_share(weight: float, share: float) -> None:
     d = DRS(weight, 250.0, True)
     assert d.share() == share
     assert DRS(weight).share() == 0.0
+
+
+def test_below_the_local_quota_and_at_the_limit() -> None:
+    cl = tree()
+    q = node(cl, "q")
+    admitted(cl, "w", "q", {CPU: ("default", "1")})
+    # 1 of q's local 2 used, nothing stored in c: 1 left locally, and of the 1 q stores in c it may
+    # use 1 + its borrowing limit 2 (r has 4 free): 4 in all, up to 3 + 2
+    assert available(q, FR) == units(4)
+    admitted(cl, "x", "q", {CPU: ("default", "4")})
+    assert (available(q, FR), cq_available(q, FR)) == (0, 0)  # at nominal + borrowing limit
+    assert [repr(q), repr(node(cl, "c"))] == ["CQ(q)", "Cohort(c)"]
+
+
+def test_a_thousandth_stored_in_the_parent_goes_back() -> None:
+    cl = tree()
+    q, c, r = node(cl, "q"), node(cl, "c"), node(cl, "r")
+    w = admitted(cl, "w", "q", {CPU: ("default", "2001m")})  # 1m past q's local quota
+    assert (c.usage[FR], r.usage[FR]) == (1, 1)
+    cl.release(w)
+    assert (q.usage[FR], c.usage[FR], r.usage[FR]) == (0, 0, 0)
+
+
+def test_a_node_without_the_resource() -> None:
+    """A tree that has no quota of a flavor-resource anywhere: nothing available, nothing fits,
+    even a thousandth borrows; a ClusterQueue lending all its nominal quota keeps none."""
+    cl = Cluster.of(setup([cq("lone", {"other": {CPU: quota("2")}}),
+                           cq("giver", {"default": {CPU: quota("2", None, "2")}}, cohort="k")]))
+    lone = node(cl, "lone")
+    assert (available(lone, FR), potential_available(lone, FR)) == (0, 0)
+    empty = node(tree(), "e")
+    assert fits_in_quota(empty, {FR: 1}) == (False, {FR: 1})
+    assert borrowing_with(empty, FR, 1) and not borrowing_with(empty, FR, 0)
+    assert local_quota(node(cl, "giver"), FR) == 0
+
+
+def test_what_is_left_to_find_above_after_each_level() -> None:
+    """FindHeightOfLowestSubtreeThatFits subtracts the ClusterQueue's, then each cohort's, local
+    available quota from what it looks for above (here a cohort with a lending limit keeps 4 of 5).
+
+        rB (0) -- m (2) -- c2 (4, lendingLimit 1) -- q2 (1)
+    """
+    cl = tree()
+    admitted(cl, "w", "q", {CPU: ("default", "1")})  # q: 1 of its local 2 free
+    assert lowest_subtree_that_fits(node(cl, "q"), FR, units(4)) == (1, True)  # c holds 4 - 1 = 3
+    deep = Cluster.of(setup([cq("q2", {"default": {CPU: quota("1")}}, cohort="c2")],
+                            [cohort("rB", quotas={FR: quota("0")}), cohort("m", "rB", quotas={FR: quota("2")}),
+                             cohort("c2", "m", quotas={FR: quota("4", None, "1")})]))
+    assert [node(deep, x).subtree[FR] for x in ("c2", "m", "rB")] == [units(5), units(3), units(3)]
+    assert local_quota(node(deep, "c2"), FR) == units(4)
+    assert lowest_subtree_that_fits(node(deep, "q2"), FR, units(6)) == (2, True)  # m: 6 - 4 = 2 <= 3
+
+
+def test_the_share_is_of_the_usage_it_is_asked_about() -> None:
+    cl = tree()
+    q = node(cl, "q")
+    assert drs(q, {FR: units(4)}).ratio == 250.0  # an idle queue asked about 4: 1 borrowed of 4
+    admitted(cl, "w", "q", {CPU: ("default", "3")})
+    assert drs(q) == DRS(1.0)  # at its quota: borrows nothing
+    assert drs(q, {FR: units(1)}).ratio == 250.0
+    assert drs(q) == DRS(1.0)  # asking about more did not change what it holds
+    admitted(cl, "x", "q", {CPU: ("default", "1m")})
+    assert drs(q).ratio == 0.25  # a thousandth of 4
+
+
+def test_shares_add_a_resources_flavors() -> None:
+    """Borrowing and lendable capacity are per resource, summed over its flavors (fair_sharing.go)."""
+    cl = Cluster.of(setup([cq("two", {"f1": {CPU: quota("1")}, "f2": {CPU: quota("1")}}, cohort="k"),
+                           cq("lender", {"f1": {CPU: quota("2")}, "f2": {CPU: quota("2")}}, cohort="k")]))
+    two = node(cl, "two")
+    assert two.lendable == {CPU: units(6)}  # 3 of each flavor in k
+    admitted(cl, "a", "two", {CPU: ("f1", "2")})
+    admitted(cl, "b", "two", {CPU: ("f2", "2")})
+    assert drs(two).ratio == pytest.approx(2000 * 1000 / 6000)  # 1 + 1 borrowed of 6
+    tiny = Cluster.of(setup([cq("t", {"default": {CPU: quota("0")}}, cohort="tiny")],
+                            [cohort("tiny", quotas={FR: quota("1m")})]))
+    admitted(tiny, "w", "t", {CPU: ("default", "1m")})
+    assert drs(node(tiny, "t")).ratio == 1000.0  # all of a lendable thousandth
