@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -77,12 +78,27 @@ def change(mutant: str) -> tuple[str, str, str]:
     return diff, " / ".join(old), " / ".join(new)
 
 
+def fresh_if_reconfigured(root: Path = REPO) -> None:
+    """mutmut keeps the tests that reach each function (``mutants/mutmut-stats.json``) from its
+    last run, and does not look again when ``[tool.mutmut]`` names other modules: their mutants
+    would all be "no tests". So the state is dropped when that section changed since."""
+    text = (root / "pyproject.toml").read_text()
+    start = text.find("[tool.mutmut]")
+    section = text[start:text.find("\n[", start + 1)] if start >= 0 else ""
+    state, seen = root / "mutants", root / "mutants" / ".tool-mutmut"
+    if state.is_dir() and (not seen.exists() or seen.read_text() != section):
+        shutil.rmtree(state)
+    state.mkdir(exist_ok=True)
+    seen.write_text(section)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--summary", action="store_true", help="summarise the last run without running mutmut")
     ap.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
     ns = ap.parse_args()
     if not ns.summary:
+        fresh_if_reconfigured()
         # in one process: mutmut learns which tests reach a function by recording calls, and a
         # forked child's calls (the reports, the rules: compiler.cache.forked) would be lost to it.
         # A surviving mutant runs every test that reaches it: the simulator's property tests at
