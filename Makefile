@@ -66,7 +66,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 # Mutation testing of the solvers ([tool.mutmut] in pyproject.toml; bench/mutate.py): exit 1 when a
-# mutant survives that bench/mutants-equivalent.txt does not explain. ~8 minutes on two cores.
+# mutant survives that bench/mutants-equivalent.txt does not explain. ~12 minutes on two cores.
 mutate: $(MUT_VENV)/.installed
 	GPUPOLICY_SHARED=$${GPUPOLICY_SHARED:-$(abspath ../shared)} $(MUT_VENV)/bin/python bench/mutate.py
 
