@@ -71,6 +71,11 @@ def setup(cqs: list[ClusterQueueSpec], cohorts: Sequence[CohortSpec] = (), flavo
     return s
 
 
+def cpu(amount: str, flavor: str = "default") -> dict[str, tuple[str, str]]:
+    """An assignment of ``amount`` CPU on ``flavor`` (``admitted``), as the Go cases write it."""
+    return {CPU: (flavor, amount)}
+
+
 def wl(name: str, cq_name: str, requests: dict[str, str], priority: int = 0, created: float = 0.0,
        node_selector: dict[str, str] | None = None) -> Workload:
     return Workload(name, cq_name, {r: milli(v) for r, v in requests.items()}, priority, created,

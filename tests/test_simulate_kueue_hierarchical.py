@@ -9,7 +9,7 @@ no resources in the Go case gets a quota of 0.
 from __future__ import annotations
 
 import pytest
-from sim_kueue import CPU, MEM, admitted, cohort, cq, quota, setup, targets, wl
+from sim_kueue import CPU, MEM, admitted, cohort, cpu, cq, quota, setup, targets, wl
 
 from compiler.tools.simulate.cluster import Cluster
 from compiler.tools.simulate.objects import ClusterQueueSpec, CohortSpec, Quota
@@ -33,10 +33,6 @@ def co(name: str, parent: str | None = None, cpu_quota: str | None = None) -> Co
 
 def build(cqs: list[ClusterQueueSpec], cohorts: list[CohortSpec]) -> Cluster:
     return Cluster.of(setup(cqs, cohorts))
-
-
-def cpu(amount: str) -> dict[str, tuple[str, str]]:
-    return {CPU: ("default", amount)}
 
 
 def preempt(cl: Cluster, priority: int, amount: str, target_cq: str = "q") -> set[tuple[str, str]]:

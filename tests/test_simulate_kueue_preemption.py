@@ -7,7 +7,7 @@ pick the same targets with the same reasons. Each test names the upstream case.
 from __future__ import annotations
 
 import pytest
-from sim_kueue import CPU, MEM, admitted, cohort, cq, quota, setup, targets, wl
+from sim_kueue import CPU, MEM, admitted, cohort, cpu, cq, quota, setup, targets, wl
 
 from compiler.tools.simulate.cluster import Cluster
 
@@ -40,10 +40,6 @@ def default_cqs() -> Cluster:
         cq("c", {"default": {CPU: q("2"), MEM: q("2")}}, cohort="cohort-three"),
     ]
     return Cluster.of(setup(cqs, fair_sharing=False))
-
-
-def cpu(amount: str) -> dict[str, tuple[str, str]]:
-    return {CPU: ("default", amount)}
 
 
 P = "Preempt"

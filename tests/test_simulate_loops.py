@@ -43,18 +43,20 @@ def _jobs(spec: Any, rows: list[tuple[int, int, int, int, int]]) -> list[Job]:
             for i, (q, t, d, g, p) in enumerate(rows)]
 
 
+Outcome = tuple[float, str, str]  # (instant, workload, cycle status)
+
+
 @contextmanager
-def _recording(limit: int | None = None) -> Iterator[dict[str, list[str]]]:
-    """Each workload's cycle outcomes, in order, recorded around the replay's scheduler while in
-    the block, with ``LOOP_LIMIT`` set to ``limit`` if given (a context manager, not monkeypatch:
-    hypothesis tests use it too)."""
-    seen: dict[str, list[str]] = {}
+def _recording(limit: int | None = None) -> Iterator[list[Outcome]]:
+    """Every cycle outcome, in order, recorded around the replay's scheduler while in the block,
+    with ``LOOP_LIMIT`` set to ``limit`` if given (a context manager, not monkeypatch: hypothesis
+    tests use it too)."""
+    seen: list[Outcome] = []
     real, was = replay_mod.run_cycle, replay_mod.LOOP_LIMIT
 
     def recorded(cl: Any, heads: Any, now: float) -> Any:
         entries = real(cl, heads, now)
-        for e in entries:
-            seen.setdefault(e.wl.key, []).append(e.status)
+        seen.extend((now, e.wl.key, e.status) for e in entries)
         return entries
 
     replay_mod.run_cycle = recorded
@@ -63,6 +65,11 @@ def _recording(limit: int | None = None) -> Iterator[dict[str, list[str]]]:
         yield seen
     finally:
         replay_mod.run_cycle, replay_mod.LOOP_LIMIT = real, was
+
+
+def _statuses(seen: list[Outcome], key: str) -> list[str]:
+    """One workload's cycle outcomes, in order."""
+    return [status for _, k, status in seen if k == key]
 
 
 def test_a_preemption_loop_ends_named_and_held_back() -> None:
@@ -80,12 +87,12 @@ def test_a_preemption_loop_ends_named_and_held_back() -> None:
     _held_at_the_limit(seen, out, replay_mod.LOOP_LIMIT)
 
 
-def _held_at_the_limit(seen: dict[str, list[str]], out: Any, limit: int) -> None:
+def _held_at_the_limit(seen: list[Outcome], out: Any, limit: int) -> None:
     """Each workload is held back exactly at the cycle where it preempted for the ``limit``-th
     time (a job finishes once: the count is over its life), and preempts no more after it."""
     for tr in out.tracks:
         rounds, held = 0, False
-        for s in seen.get(tr.job.name, []):
+        for s in _statuses(seen, tr.job.name):
             if s == "preempting":
                 assert not held, f"{tr.job.name} preempted after being held back"
                 rounds += 1
@@ -173,7 +180,8 @@ def test_the_count_is_over_the_jobs_life(limit: int) -> None:
         )]  # top ends at 2.5: high preempts low1 again
     with _recording(limit) as seen:
         out = replay(cl, jobs)
-    assert seen["high"].count("preempting") == 2 and seen["high"][-1] == "admitted"
+    high_seen = _statuses(seen, "high")
+    assert high_seen.count("preempting") == 2 and high_seen[-1] == "admitted"
     high = next(tr for tr in out.tracks if tr.job.name == "high")
     assert high.wl.held_back == (limit == 2)
     assert len(out.stalled) == (limit == 2)
@@ -214,21 +222,10 @@ def test_an_evicted_workload_is_requeued_after_its_pods_terminate() -> None:
     cl = Cluster.of(setup([cq("a", {"f": {GPU: quota("2")}}, within="LowerPriority")]))
     jobs = [Job(name, "a", "a", t, d, {GPU: 2 * SCALE}, p, gpus=2)
             for name, t, d, p in (("low", 0, 100, 0), ("high", 1, 10, 10))]
-    instants: list[tuple[float, str, str]] = []
-    real = replay_mod.run_cycle
-
-    def recorded(cl: Any, heads: Any, now: float) -> Any:
-        entries = real(cl, heads, now)
-        instants.extend((now, e.wl.key, e.status) for e in entries)
-        return entries
-
-    replay_mod.run_cycle = recorded
-    try:
+    with _recording() as seen:
         out = replay(cl, jobs)
-    finally:
-        replay_mod.run_cycle = real
     requeued = 1 + replay_mod.EVICTION_S
-    assert instants == [(0, "low", "admitted"), (1, "high", "preempting"), (1, "high", "admitted"),
-                        (requeued, "low", "no-candidates"), (11, "low", "admitted")], instants
+    assert seen == [(0, "low", "admitted"), (1, "high", "preempting"), (1, "high", "admitted"),
+                        (requeued, "low", "no-candidates"), (11, "low", "admitted")], seen
     low = next(tr for tr in out.tracks if tr.job.name == "low")
     assert low.finish == 111 and low.wait == 10  # waiting from its eviction at t=1 to t=11

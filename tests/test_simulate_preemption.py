@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from sim_kueue import CPU, admitted, cohort, cq, quota, setup, targets, wl
+from sim_kueue import CPU, admitted, cohort, cpu, cq, quota, setup, targets, wl
 
 from compiler.tools.simulate.cluster import Cluster
 
@@ -20,8 +20,8 @@ def test_an_equal_priority_workload_is_not_reclaimed_while_borrowing() -> None:
     from a workload of its own priority: the attempt without borrowing takes ``w`` and ``x``."""
     cl = Cluster.of(setup([cq("q", {"default": {CPU: quota("2")}}, cohort="co", within=LP, reclaim=ANY, bwc=LP),
                            cq("s", {"default": {CPU: quota("2")}}, cohort="co")]))
-    admitted(cl, "w", "s", {CPU: ("default", "3")}, priority=5)
-    admitted(cl, "x", "q", {CPU: ("default", "1")}, priority=0)
+    admitted(cl, "w", "s", cpu("3"), priority=5)
+    admitted(cl, "x", "q", cpu("1"), priority=0)
     got = targets(cl, wl("p", "q", {CPU: "2"}, priority=5), {CPU: ("default", "Preempt")})
     assert got == {("w", "InCohortReclamation"), ("x", "InClusterQueue")}
 
@@ -37,7 +37,7 @@ def test_a_subtree_searched_below_is_not_searched_again_above() -> None:
                            cq("s", {"default": {CPU: quota("0")}}, cohort="c")],
                           [cohort("r", quotas={("default", CPU): quota("3")}), cohort("c", "r")]))
     for i in range(5):
-        admitted(cl, f"w{i}", "s", {CPU: ("default", "1")}, priority=-5 + i)
+        admitted(cl, f"w{i}", "s", cpu("1"), priority=-5 + i)
     got = targets(cl, wl("p", "q", {CPU: "2"}), {CPU: ("default", "Preempt")})
     assert got == {("w0", "InCohortReclamation"), ("w1", "InCohortReclamation")}
 
@@ -48,8 +48,8 @@ def test_the_preemptors_own_queue_is_no_reclaim_candidate() -> None:
     nothing is preempted."""
     cl = Cluster.of(setup([cq("q", {"default": {CPU: quota("1")}}, cohort="co", within=LP, reclaim=ANY),
                            cq("s", {"default": {CPU: quota("2")}}, cohort="co")]))
-    admitted(cl, "x1", "q", {CPU: ("default", "1")}, priority=-2)
-    admitted(cl, "x2", "q", {CPU: ("default", "1")}, priority=-1)  # q borrows 1 of s's
+    admitted(cl, "x1", "q", cpu("1"), priority=-2)
+    admitted(cl, "x2", "q", cpu("1"), priority=-1)  # q borrows 1 of s's
     assert targets(cl, wl("p", "q", {CPU: "4"}), {CPU: ("default", "Preempt")}) == set()
 
 
@@ -66,8 +66,8 @@ def test_hierarchical_candidates_go_before_priority_ones() -> None:
                            cq("s2", {"default": {CPU: quota("0")}}, cohort="r")],
                           [cohort("r", quotas={("default", CPU): quota("0")}),
                            cohort("c", "r", quotas={("default", CPU): quota("2")})]))
-    admitted(cl, "a", "s1", {CPU: ("default", "1")}, priority=-10)
-    admitted(cl, "b", "s2", {CPU: ("default", "1")}, priority=-1)
+    admitted(cl, "a", "s1", cpu("1"), priority=-10)
+    admitted(cl, "b", "s2", cpu("1"), priority=-1)
     assert targets(cl, wl("p", "q", {CPU: "1"}), {CPU: ("default", "Preempt")}) == {("b", "InCohortReclamation")}
 
 
@@ -77,8 +77,8 @@ def test_fill_back_may_keep_the_preemptor_borrowing() -> None:
     stays preempted, and ``p`` borrows 1 of ``s``'s quota."""
     cl = Cluster.of(setup([cq("q", {"default": {CPU: quota("2")}}, cohort="co", within=LP),
                            cq("s", {"default": {CPU: quota("2")}}, cohort="co")]))
-    admitted(cl, "c1", "q", {CPU: ("default", "1")}, priority=-2)
-    admitted(cl, "c2", "q", {CPU: ("default", "3")}, priority=-1)
+    admitted(cl, "c1", "q", cpu("1"), priority=-2)
+    admitted(cl, "c2", "q", cpu("3"), priority=-1)
     assert targets(cl, wl("p", "q", {CPU: "3"}), {CPU: ("default", "Preempt")}) == {("c2", "InClusterQueue")}
 
 
@@ -90,9 +90,9 @@ def test_at_nominal_is_not_under_nominal() -> None:
     cl = Cluster.of(setup([cq("q", {"default": {CPU: quota("2")}}, cohort="co", within=LP, reclaim=ANY),
                            cq("s", {"default": {CPU: quota("1")}}, cohort="co"),
                            cq("l", {"default": {CPU: quota("2")}}, cohort="co")]))
-    admitted(cl, "x1", "q", {CPU: ("default", "1")}, priority=-2)
-    admitted(cl, "x2", "q", {CPU: ("default", "1")}, priority=-1)
-    admitted(cl, "w", "s", {CPU: ("default", "2")}, priority=-1)  # s borrows 1 of l's
+    admitted(cl, "x1", "q", cpu("1"), priority=-2)
+    admitted(cl, "x2", "q", cpu("1"), priority=-1)
+    admitted(cl, "w", "s", cpu("2"), priority=-1)  # s borrows 1 of l's
     assert targets(cl, wl("p", "q", {CPU: "2"}), {CPU: ("default", "Preempt")}) == {("x1", "InClusterQueue")}
 
 
@@ -103,6 +103,6 @@ def test_only_own_queue_candidates_mean_one_attempt_with_borrowing() -> None:
     cl = Cluster.of(setup([cq("q", {"default": {CPU: quota("2")}}, cohort="co", within=LP),
                            cq("l", {"default": {CPU: quota("1")}}, cohort="co")]))
     for name, priority in (("x1", -3), ("x2", -2), ("x3", -1)):
-        admitted(cl, name, "q", {CPU: ("default", "500m")}, priority=priority)
-    admitted(cl, "y", "l", {CPU: ("default", "500m")})  # l within its quota: no candidate
+        admitted(cl, name, "q", cpu("500m"), priority=priority)
+    admitted(cl, "y", "l", cpu("500m"))  # l within its quota: no candidate
     assert targets(cl, wl("p", "q", {CPU: "1500m"}), {CPU: ("default", "Preempt")}) == {("x1", "InClusterQueue")}

@@ -47,7 +47,7 @@ class Workload:
     usage: dict[FR, int] = field(default_factory=dict)
     admitted_at: float = -1.0
     seq: int = 0  # admission order, breaks ties of admitted_at
-    shape: tuple[Any, ...] | None = field(default=None, repr=False)  # scheduler.shape, computed once
+    shape: tuple[Any, ...] | None = field(default=None, repr=False)  # ``shape``, computed once
     held_back: bool = False  # in a preemption loop: no longer preempts (replay.LOOP_LIMIT)
 
     def uses_any(self, frs: set[FR]) -> bool:
