@@ -40,7 +40,7 @@ def _common(p: argparse.ArgumentParser, formats: tuple[str, ...] = LINE_FORMATS,
     p.add_argument("--out", type=Path, default=None, help="output directory (default: <root>/out)")
     p.add_argument("--crds", type=Path, default=None,
                    help="directory of CRD YAML files to verify against (default: $GPUPOLICY_CRDS, "
-                        "else ../shared/crds when present)")
+                        "else ../shared/crds when present, else the CRDs shipped with gpupolicy)")
     p.add_argument("--strict", action="store_true", help="warnings fail the run; missing CRDs are errors")
     p.add_argument("--format", choices=list(formats), default=None, help=format_help)
     p.add_argument("--no-verify", action="store_true", help="skip the verify stage (faster, unsafe)")
@@ -83,8 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         formats = FINDING_FORMATS if name in ("validate", "build", "check") else LINE_FORMATS
         _common(sub.add_parser(name, help=help_), formats,
-                "diagnostic format (default: github under GitHub Actions, else text); json, sarif and junit are one "
-                "document on stdout")
+                "diagnostic format (default: github under GitHub Actions, else text); "
+                + ("json, sarif and junit are" if formats == FINDING_FORMATS else "json is") + " one document on stdout")
     ex = sub.add_parser("explain", help="a team's allocation, borrowing, preemption and required labels")
     _common(ex)
     ex.add_argument("team")

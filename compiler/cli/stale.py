@@ -4,7 +4,8 @@ out/, schemas/ and .github/CODEOWNERS are derived from the policies and committe
 a review sees what ArgoCD will sync. A hand edit to a generated file, or a policy change committed
 without ``gpupolicy build``, makes the repository say one thing and the clusters receive another
 at the next build: ``check`` compares the committed tree with an in-memory render and reports each
-changed, missing or extra file as a GITOPS490 finding, in every output format.
+changed, missing or extra file as a GITOPS490 finding in every output format but ``text``, which
+lists them as ``stale:`` lines.
 """
 
 from __future__ import annotations
