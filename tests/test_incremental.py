@@ -542,10 +542,13 @@ def test_codeowners_parts_missing_from_the_store_are_computed(demo: Path) -> Non
     _same(inc, compile_policies(_opts(demo)))
 
 
-def test_ops_model_from_unit_parts_equals_the_whole_inventory(tmp_path: Path, crds_dir: Path) -> None:
-    """The OPS model built from the file facts of consecutive runs of files (the fleet's, then
-    each team unit's, as stored) == the model read from every inventory row, and so are the OPS
-    findings; an OPS004 finding names its namespace's creators in file order either way."""
+def test_ops_model_from_parts_gives_the_findings_of_the_whole_inventory(tmp_path: Path, crds_dir: Path) -> None:
+    """OPS findings from the file facts of consecutive runs of files (any cut, merged in any
+    grouping) == those read from every inventory row, and the parts are not changed by merging;
+    an OPS004 finding names its namespace's creators in file order either way. Cut as the
+    pipeline cuts (the fleet's files, then each team unit's), the facts prove every object in
+    time without reading a row (issue 21: a one-team edit reads no stored unit's rows for OPS004)."""
+    from compiler.lower import lower_team_unit
     from compiler.model.inventory import Inventory
     from compiler.verify.ops import check_runtime
     from compiler.verify.runtime import file_facts, fleet_runtime, merge_facts
@@ -562,13 +565,23 @@ def test_ops_model_from_unit_parts_equals_the_whole_inventory(tmp_path: Path, cr
             rows = inv.files
             cuts = sorted({0, len(rows), *range(0, len(rows), max(1, len(rows) // 7))})
             parts = [marshal.loads(marshal.dumps(file_facts(rows[a:b]))) for a, b in zip(cuts, cuts[1:])]
+            before = marshal.loads(marshal.dumps(parts))  # a copy
             merged = merge_facts(parts)
-            assert merged == file_facts(rows), root
-            assert fleet_runtime(policy, res.manifests, inv, merged) == fleet_runtime(policy, res.manifests, inv), root
+            assert merged == merge_facts([merge_facts(parts[:3]), merge_facts(parts[3:])]), root
+            assert parts == before, root  # the parts were not changed by merging
             found = [str(d) for d in check_runtime(policy, res.manifests, inv, merged)]
             assert found == [str(d) for d in check_runtime(policy, res.manifests, inv)], root
-            assert merge_facts(parts) == merged, root  # the parts were not changed by merging
             assert (inv is whole) == ("OPS004" not in " ".join(found)), root
+
+        units = [Inventory.of(lower_team_unit(policy, team)).files for team in policy.teams]
+        in_units = {r[0] for rows in units for r in rows}
+        fleet = [r for r in whole.files if r[0] not in in_units]
+        facts = merge_facts([file_facts(fleet), *map(file_facts, units)])
+        unread = Inventory(whole.count, whole.folders, whole.admission_checks, whole.queue_checks, [])
+        models = fleet_runtime(policy, res.manifests, unread, facts)
+        assert all(rt.in_time() for rt in models.values()), root
+        assert [str(d) for d in check_runtime(policy, res.manifests, unread, facts)] == [
+            str(d) for d in check_runtime(policy, res.manifests, whole)], root
 
 
 def test_out_digests_from_the_last_run_read_only_the_changed_units(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -98,17 +98,60 @@ class ClusterRuntime:
     grants: dict[str, set[Grant]] = field(default_factory=dict)
     needs: list[Need] = field(default_factory=list)
     waves: dict[str, int] = field(default_factory=dict)  # component -> wave of its Application
-    namespace_sources: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # ns -> (component, wave)
-    # (component, namespace) of the namespaced objects: OPS004 decides per pair, not per file (60,000
-    # at 1,000 teams), and reads the paths of a pair it finds late only (``paths``)
-    namespaced: set[tuple[str, str]] = field(default_factory=set)
-    paths: Callable[[], dict[tuple[str, str], list[str]]] = field(default=dict, compare=False, repr=False)
+    created: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # ns -> Applications creating it
+    # what OPS004 reads of the files (``ClusterFiles``): enough to prove every object in time, else
+    # it reads the rows (``namespace_facts``, ``paths``)
+    classes: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)
+    opened: set[tuple[str, str]] = field(default_factory=set)
+    rows: Callable[[], list[FileRow]] = field(default=list, compare=False, repr=False)
     scaled: set[tuple[str, str]] = field(default_factory=set)  # (namespace, Deployment) an autoscaler reads
     scrapers: set[tuple[str, str]] = field(default_factory=set)  # (namespace, name) of Pod/ServiceMonitors
     nodepools: dict[str, dict[str, Any]] = field(default_factory=dict)  # pool -> NodePool spec
     kubelet_plugin_affinity: dict[str, Any] | None = None
     flavors: dict[str, tuple[str, tuple[Toleration, ...]]] = field(default_factory=dict)  # flavor -> (pool, tolerations)
     mig_pools: tuple[str, ...] = ()
+
+    def file_wave(self, component: str) -> int:
+        """The wave of a component's files: its Application's, else the component's default."""
+        return self.waves.get(component, COMPONENT_WAVES.get(component, DEFAULT_WAVE))
+
+    def sources(self, ns: str, made_here: Iterable[tuple[str, int]] = ()) -> list[tuple[str, int]]:
+        """What creates a namespace, in order: Applications (``CreateNamespace=true``), then
+        ``made_here`` (its Namespace files), then the API server (the built-in namespaces)."""
+        out = [*self.created.get(ns, ()), *made_here]
+        if ns in BUILTIN_NAMESPACES:  # systemNamespaces are exempt from admission, not known to exist
+            out.append(("(exists)", -100))
+        return out
+
+    def in_time(self) -> bool:
+        """Whether the reduced facts prove every namespaced object's namespace created in time
+        (OPS004): each class has a creator of its own part that is its component or syncs in an
+        earlier wave, each open pair an Application or the API server that does. Those creators
+        are some of the namespace's, so a proof holds for all of them; no proof decides nothing."""
+        for component, creators in self.classes:
+            wave = self.waves.get(component)
+            if wave is not None and not any(c == component or self.file_wave(c) < wave for c in creators):
+                return False
+        for component, ns in self.opened:
+            wave = self.waves.get(component)
+            if wave is not None and not any(c == component or w < wave for c, w in self.sources(ns)):
+                return False
+        return True
+
+    def namespace_facts(self) -> tuple[dict[str, list[tuple[str, int]]], set[tuple[str, str]]]:
+        """Read from every row of the cluster: namespace -> what creates it (``sources``, its
+        Namespace files in file order), and the (component, namespace) pairs of the namespaced
+        objects."""
+        names, namespaced, _ = _scan(self.rows(), self.name).get(self.name, ([], set(), set()))
+        made: dict[str, list[tuple[str, int]]] = {}
+        for component, name in names:
+            made.setdefault(name, []).append((component, self.file_wave(component)))
+        spaces = {*self.created, *made, *BUILTIN_NAMESPACES}
+        return {ns: self.sources(ns, made.get(ns, ())) for ns in spaces}, namespaced
+
+    def paths(self) -> dict[tuple[str, str], list[str]]:
+        """The files behind each (component, namespace) pair, in file order (read from the rows)."""
+        return namespaced_paths(self.rows(), self.name)
 
 
 def _get(data: Any, *path: str) -> Any:
@@ -149,20 +192,35 @@ def _taints(items: Any) -> tuple[tuple[str, str, str], ...]:
 
 
 
-# What the model reads of one cluster's out/ files, parsed from their paths: the Namespace files as
-# (component, namespace) in file order, the (component, namespace) pairs of the namespaced objects,
-# and the Pod/ServiceMonitors as (namespace, name). Appends and unions in file order, so the facts
-# of consecutive runs of files merge (``merge_facts``) into exactly the facts of all of them: a team
-# unit's are computed once and stored with the unit (compiler.pipeline.stages). The pairs' paths are
-# read from the rows when OPS004 finds a pair late (``namespaced_paths``): kept here they were most
-# of a stored unit's bytes (5.9 of 16.6 KB), read on every run for every unit.
-ClusterFiles = tuple[list[tuple[str, str]], set[tuple[str, str]], set[tuple[str, str]]]
+# What the model reads of one cluster's out/ files, parsed from their paths, for a run of files (a
+# "part": the fleet's, a team unit's, a block of units'), reduced so that merging parts costs
+# what they differ in, not their files (issue 21):
+#
+# - classes: (component, creators) of the namespaced objects whose namespace a Namespace file of
+#   the same part creates, ``creators`` being the components of those Namespace files (sorted).
+#   A team's objects sit in its own namespaces, created by its own unit, so a part of any size
+#   has a handful (5 per cluster at 5,000 teams, against 200,000 (component, namespace) pairs);
+# - open: (component, namespace) of the namespaced objects whose namespace no Namespace file of
+#   the part creates (a chart's objects in the namespace its Application creates);
+# - scrapers: (namespace, name) of the Pod/ServiceMonitors.
+#
+# OPS004 decides from these alone when they prove every object in time (``ClusterRuntime.in_time``);
+# else it reads every row of the cluster (``ClusterRuntime.namespace_facts``), as it would without
+# them. Unions of sets: the facts of consecutive parts merge (``merge_facts``) into a superset of
+# no less proof, and a team unit's are computed once and stored with the unit
+# (compiler.pipeline.stages).
+ClusterFiles = tuple[set[tuple[str, tuple[str, ...]]], set[tuple[str, str]], set[tuple[str, str]]]
 FileFacts = dict[str, ClusterFiles]  # cluster -> its files' facts
 
 
-def file_facts(rows: Iterable[FileRow]) -> FileFacts:
-    out: FileFacts = {}
+def _scan(rows: Iterable[FileRow], only: str | None = None
+          ) -> dict[str, tuple[list[tuple[str, str]], set[tuple[str, str]], set[tuple[str, str]]]]:
+    """Per cluster (``only``: that one): its Namespace files as (component, namespace) in file
+    order, the (component, namespace) pairs of its namespaced objects, its Pod/ServiceMonitors."""
+    out: dict[str, tuple[list[tuple[str, str]], set[tuple[str, str]], set[tuple[str, str]]]] = {}
     for relpath, cluster, ns, _ in rows:
+        if only is not None and cluster != only:
+            continue
         facts = out.get(cluster)
         if facts is None:
             facts = out[cluster] = ([], set(), set())
@@ -170,7 +228,7 @@ def file_facts(rows: Iterable[FileRow]) -> FileFacts:
         component, base = intern(parts[1]), parts[-1]  # interned: marshal stores a unit's once
         kind, _, rest = base.partition(".")
         if kind == "namespace":
-            facts[0].append((component, rest[len("_."):-len(".yaml")]))
+            facts[0].append((component, intern(rest[len("_."):-len(".yaml")])))
         elif ns:
             facts[1].add((component, ns))
             if kind in ("podmonitor", "servicemonitor"):
@@ -178,8 +236,27 @@ def file_facts(rows: Iterable[FileRow]) -> FileFacts:
     return out
 
 
+def file_facts(rows: Iterable[FileRow]) -> FileFacts:
+    out: FileFacts = {}
+    for cluster, (names, namespaced, scrapers) in _scan(rows).items():
+        creators: dict[str, set[str]] = {}
+        for component, name in names:
+            creators.setdefault(name, set()).add(component)
+        made = {name: tuple(sorted(by)) for name, by in creators.items()}
+        classes: set[tuple[str, tuple[str, ...]]] = set()
+        opened: set[tuple[str, str]] = set()
+        for component, ns in namespaced:
+            by = made.get(ns)
+            if by is None:
+                opened.add((component, ns))
+            else:
+                classes.add((component, by))
+        out[cluster] = (classes, opened, scrapers)
+    return out
+
+
 def namespaced_paths(rows: Iterable[FileRow], cluster: str) -> dict[tuple[str, str], list[str]]:
-    """The paths behind ``file_facts``' pairs on one cluster, in file order."""
+    """The paths behind the (component, namespace) pairs on one cluster, in file order."""
     out: dict[tuple[str, str], list[str]] = {}
     for relpath, c, ns, _ in rows:
         if c == cluster and ns:
@@ -190,16 +267,16 @@ def namespaced_paths(rows: Iterable[FileRow], cluster: str) -> dict[tuple[str, s
 
 
 def merge_facts(parts: Iterable[FileFacts]) -> FileFacts:
-    """The facts of the parts' files in the parts' order. The parts are left as they are."""
+    """The facts of the parts' files, merged. The parts are left as they are."""
     out: FileFacts = {}
     for part in parts:
-        for cluster, (names, namespaced, scrapers) in part.items():
+        for cluster, (classes, opened, scrapers) in part.items():
             mine = out.get(cluster)
             if mine is None:
-                out[cluster] = (list(names), set(namespaced), set(scrapers))
+                out[cluster] = (set(classes), set(opened), set(scrapers))
                 continue
-            mine[0].extend(names)
-            mine[1].update(namespaced)
+            mine[0].update(classes)
+            mine[1].update(opened)
             mine[2].update(scrapers)
     return out
 
@@ -271,27 +348,24 @@ def cluster_runtime(policy: Policy, cluster: str, fresh: list[Manifest], invento
                         granted.update((g, r, v) for g in rule.get("apiGroups") or [] for r in rule.get("resources") or []
                                        for v in rule.get("verbs") or [])
 
-    # waves: each component Application's; namespaces from Namespace objects and CreateNamespace
+    # waves: each component Application's; namespaces from CreateNamespace (Namespace objects:
+    # ``classes`` and ``opened``, and the rows when those prove nothing)
     for key, app in apps.items():
         rt.waves[key] = _wave(app)
         options = _get(app, "spec", "syncPolicy", "syncOptions") or []
         if "CreateNamespace=true" in options:
             ns = _get(app, "spec", "destination", "namespace")
             if ns:
-                rt.namespace_sources.setdefault(str(ns), []).append((key, _wave(app)))
-    names, namespaced, scrapers = files if files is not None else \
-        file_facts(inventory.files).get(cluster, ([], set(), set()))
-    for component, name in names:
-        wave = rt.waves.get(component, COMPONENT_WAVES.get(component, DEFAULT_WAVE))
-        rt.namespace_sources.setdefault(name, []).append((component, wave))
-    rt.namespaced.update(namespaced)
-    rt.paths = lambda: namespaced_paths(inventory.files, cluster)
+                rt.created.setdefault(str(ns), []).append((key, _wave(app)))
+    classes, opened, scrapers = files if files is not None else \
+        file_facts(inventory.files).get(cluster, (set(), set(), set()))
+    rt.classes.update(classes)
+    rt.opened.update(opened)
+    rt.rows = lambda: inventory.files
     rt.scrapers.update(scrapers)
     for (fc, _), folder in inventory.folders.items():
         if fc == cluster:
             rt.scaled |= folder.scaled
-    for ns in BUILTIN_NAMESPACES:  # systemNamespaces are exempt from admission, not known to exist
-        rt.namespace_sources.setdefault(ns, []).append(("(exists)", -100))
     return rt
 
 
@@ -305,5 +379,5 @@ def fleet_runtime(policy: Policy, fresh: list[Manifest], inventory: Inventory,
     for m in fresh:
         by_cluster.setdefault(m.cluster, []).append(m)
     argocd = by_cluster.get("argocd", [])
-    return {c: cluster_runtime(policy, c, by_cluster.get(c, []) + argocd, inventory, facts.get(c, ([], set(), set())))
+    return {c: cluster_runtime(policy, c, by_cluster.get(c, []) + argocd, inventory, facts.get(c, (set(), set(), set())))
             for c in sorted(policy.clusters)}
