@@ -20,24 +20,8 @@ from __future__ import annotations
 from typing import Callable, Iterable, Sequence
 
 from compiler.cache.records import UnitRecord, stats_total
-from compiler.cache.store import digest
 from compiler.model.inventory import FileRow, Inventory
-from compiler.pipeline.units import blocks_of
-from compiler.policy.graph import Team
 from compiler.verify.runtime import merge_facts
-
-Unit = tuple[Team, str]  # a team and its unit's key
-
-
-def unit_blocks(units: Sequence[Unit]) -> list[list[Unit]]:
-    """``units`` cut into consecutive blocks (``compiler.pipeline.units.ends_block``)."""
-    return blocks_of(units, lambda unit: unit[0].path)
-
-
-def block_key(block: Sequence[Unit]) -> str:
-    """A block's entry key: its units' keys in order (each already keyed by the compiler, the
-    fleet and its team file)."""
-    return digest("block", *(key for _, key in block))
 
 
 def merged(records: Iterable[UnitRecord]) -> UnitRecord:

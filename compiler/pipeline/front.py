@@ -16,6 +16,7 @@ from compiler.cache.store import compiler_fingerprint, digest
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.load.source import PolicySources, Positions, SourceFile, YamlPath, load_text
 from compiler.pipeline.run import PolicyInput, Run
+from compiler.pipeline.summaries import StoredSummaries
 from compiler.pipeline.units import blocks_of
 from compiler.pipeline.waivers import expire
 from compiler.policy.graph import Policy
@@ -34,7 +35,8 @@ def assemble(run: Run, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> t
     diags += more
     if policy is None:
         return None, diags
-    policy = replace(policy, previous=run.previous)
+    kept = None if run.store.off else StoredSummaries.of(run.store, policy, run.team_keys)
+    policy = replace(policy, previous=run.previous, summaries=kept)
     if recoverable(diags):  # a rejected cut: its classes are unknown, the rest is whole
         return None, diags + run_checks(policy)
     return (None, diags) if has_errors(diags) else (policy, diags)

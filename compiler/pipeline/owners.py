@@ -36,8 +36,7 @@ from typing import Any, Callable, Mapping, Sequence
 from compiler.cache.store import Store, digest
 from compiler.lower import lower_team_unit
 from compiler.model.inventory import Inventory
-from compiler.pipeline.blocks import unit_blocks
-from compiler.pipeline.units import RepoFile, repo_file
+from compiler.pipeline.units import RepoFile, repo_file, unit_blocks
 from compiler.policy.graph import Policy, Team
 from compiler.report.codeowners import (
     OwnedPart,

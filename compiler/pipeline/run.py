@@ -262,7 +262,8 @@ class Run:
             self.store.used.update(unit_entries(self.fp, path, key))
         self.store.prune(("result", "checks", "load", "pos", "unit", "files", "blob", "outline", "schemas", "digests",
                           "last", "rules", "verified", "rendered", "listed", "owners", "ownsec", "repo", "rows",
-                          "block", "parses", "verdicts", "ownblock", "ownchunk", "ownfile", "fragment", "cohorts"),
+                          "block", "parses", "verdicts", "ownblock", "ownchunk", "ownfile", "fragment", "cohorts",
+                          "summary"),
                          by_bytes=by_bytes)
 
     def key_of(self, inputs: list[PolicyInput], diags0: list[Diagnostic]) -> str:

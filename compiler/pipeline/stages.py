@@ -31,7 +31,7 @@ from compiler.lower import lower_delivery, lower_team_unit
 from compiler.model.inventory import FileRow, Inventory
 from compiler.model.manifest import Manifest
 from compiler.model.schemas import render_schemas
-from compiler.pipeline.blocks import block_key, merged, rows_of, unit_blocks
+from compiler.pipeline.blocks import merged, rows_of
 from compiler.pipeline.cohorts import fleet_lowered, kept_cohorts
 from compiler.pipeline.front import assemble
 from compiler.pipeline.lifetime import hold
@@ -48,7 +48,16 @@ from compiler.pipeline.policy_unit import (
 )
 from compiler.pipeline.run import PolicyInput, Run
 from compiler.pipeline.tables import ParsedCrds, render_fleet, verify_objects
-from compiler.pipeline.units import RepoFile, StoredFragments, kept, repo_file, team_names, team_table_key
+from compiler.pipeline.units import (
+    RepoFile,
+    StoredFragments,
+    block_key,
+    kept,
+    repo_file,
+    team_names,
+    team_table_key,
+    unit_blocks,
+)
 from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import check_manifests
 from compiler.report.codeowners import OwnedPart, check_size, delivery_rows, owned_part, render_codeowners

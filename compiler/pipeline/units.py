@@ -73,6 +73,20 @@ def blocks_of(items: Sequence[T], path: Callable[[T], str]) -> list[list[T]]:
     return out
 
 
+Unit = tuple["Team", str]  # a team and its unit's key
+
+
+def unit_blocks(units: Sequence[Unit]) -> list[list[Unit]]:
+    """``units`` cut into consecutive blocks (``compiler.pipeline.units.ends_block``)."""
+    return blocks_of(units, lambda unit: unit[0].path)
+
+
+def block_key(block: Sequence[Unit]) -> str:
+    """A block's entry key: its units' keys in order (each already keyed by the compiler, the
+    fleet and its team file)."""
+    return digest("block", *(key for _, key in block))
+
+
 def fleet_key(fp: str, path: str, content: str) -> str:
     """The fleet file's key: the compiler's and the file's path and content digest."""
     return digest(fp, path, content)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from compiler.model.manifest import Manifest
 from compiler.policy.graph import Policy
 from compiler.policy.memo import per_policy
+from compiler.policy.team_facts import team_departments
 from compiler.policy.versions import KUEUE_API
 
 
@@ -18,7 +19,7 @@ def used_departments(policy: Policy, cluster: str) -> list[str]:
     """Departments with a queue on the cluster, plus their ancestors (parents must exist)."""
     depts = policy.departments
     need: set[str] = set()
-    for dept in sorted(policy.team_departments.get(cluster, ())):
+    for dept in sorted(team_departments(policy).get(cluster, ())):
         cur: str | None = dept
         while cur is not None and cur in depts and cur not in need:
             need.add(cur)

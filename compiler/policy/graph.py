@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from compiler.catalog import Catalog
 from compiler.load.source import SourceFile
@@ -16,6 +17,9 @@ from compiler.model.once import once
 from compiler.model.team import TeamFile
 from compiler.policy.allocation import Allocation
 from compiler.policy.classes import GpuClass
+
+if TYPE_CHECKING:
+    from compiler.policy.summaries import Blocks
 
 
 def serving_namespace(team: str, declared: str | None) -> str:
@@ -53,6 +57,9 @@ class Policy:
     # out/-relative paths of the Kueue objects the clusters hold before this change (the base's out/,
     # else the working tree's); None when unknown. Read by GITOPS302 (compiler.pipeline.previous).
     previous: frozenset[str] | None = None
+    # where the teams' summaries are kept a block at a time (compiler.policy.summaries); None: folded
+    # over the teams (no store)
+    summaries: Blocks | None = field(default=None, compare=False, repr=False)
 
     # Computed once (the fleet is not modified after validation): passes ask per object.
     @cached_property
@@ -62,16 +69,6 @@ class Policy:
     @cached_property
     def departments(self) -> dict[str, Department]:
         return {d.name: d for d in self.fleet.spec.departments}
-
-    @cached_property
-    def team_departments(self) -> dict[str, frozenset[str]]:
-        """cluster -> the departments of the teams with a budget on it (one pass over all
-        budgets instead of one per cluster)."""
-        out: dict[str, set[str]] = {}
-        for t in self.teams:
-            for b in t.model.spec.budgets:
-                out.setdefault(b.cluster, set()).add(t.model.spec.department)
-        return {c: frozenset(ds) for c, ds in out.items()}
 
     @cached_property
     def _teams_by_name(self) -> dict[str, Team]:

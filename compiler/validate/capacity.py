@@ -13,6 +13,8 @@ from compiler.policy.classes import GpuClass
 from compiler.policy.cohorts import borrowable_spare, root_departments, spare_capacity, spare_cohort
 from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import is_manager
+from compiler.policy.summaries import gather
+from compiler.policy.team_facts import BUDGETS, LENDABLE, WORST_BORROW
 from compiler.validate.related import related
 
 OVER_CAPACITY = define(
@@ -111,6 +113,8 @@ def check_lending(policy: Policy, team: Team) -> Iterator[Diagnostic]:
 
 @checks(BORROW_NEVER)
 def check_borrowing(policy: Policy) -> Iterator[Diagnostic]:
+    if _borrowing_met(policy):
+        return
     teams = {t.name: t for t in policy.teams}
     lent_spare = {c: borrowable_spare(policy, c) for c in policy.clusters}
     for (cluster, cid), entries in _by_class(policy):
@@ -128,6 +132,25 @@ def check_borrowing(policy: Policy) -> Iterator[Diagnostic]:
                     f"{e.team} may borrow {limit} of {cid} on {cluster} but the other queues and the "
                     f"unguaranteed GPUs can lend at most {others}", teams[e.team].src.locate(e.path + ("borrow",)),
                     hint="lower the borrowing limit, or have other teams guarantee and lend this class")
+
+
+def _borrowing_met(policy: Policy) -> bool:
+    """Whether every borrowing limit can be met (KUEUE004 finds nothing), read from the teams'
+    kept summaries (``compiler.policy.team_facts``): a limit plus its team's lendable GPUs of the
+    class is at most what the class's queues lend plus the spare GPUs. Teams sharing a name
+    (FLEET001) pool their lendable GPUs in the check: then it decides."""
+    if len({t.name for t in policy.teams}) != len(policy.teams):
+        return False
+    lendable, worst = gather(policy, LENDABLE), gather(policy, WORST_BORROW)
+    spare: dict[str, dict[str, int]] = {}
+    for (cluster, cid), most in worst.items():
+        if policy.classes.get(cluster, {}).get(cid) is None:
+            continue  # not a class: not checked
+        if cluster not in spare:
+            spare[cluster] = borrowable_spare(policy, cluster)
+        if most > lendable.get((cluster, cid), 0) + spare[cluster].get(cid, 0):
+            return False
+    return True
 
 
 @checks(SPARE_STRANDED)
@@ -157,6 +180,8 @@ def _ancestors(policy: Policy, dept: str) -> list[str]:
 
 @checks(DEPT_CAP)
 def check_department_caps(policy: Policy) -> Iterator[Diagnostic]:
+    if _caps_met(policy):
+        return
     src = policy.fleet_src
     teams = {t.name: t for t in policy.teams}
     chains: dict[str, frozenset[str]] = {}  # a department's ancestors, once (not once per team and cap)
@@ -183,6 +208,25 @@ def check_department_caps(policy: Policy) -> Iterator[Diagnostic]:
                         yield related(DEPT_CAP, f"{e.team} guarantees {e.guaranteed.value} of {cap.class_} on "
                                       f"{cap.cluster}, part of department {d.name!r}'s {total} against its cap of "
                                       f"{cap.max}", teams[e.team].src.locate(e.path + ("guaranteed",)), src.path)
+
+
+def _caps_met(policy: Policy) -> bool:
+    """Whether no department's teams guarantee more than its caps (KUEUE003 finds nothing), read
+    from the teams' kept summaries (``team_facts.BUDGETS``: a department's teams are those whose
+    department has it among its ancestors, itself included, as ``check_department_caps`` counts)."""
+    caps = {(d.name, cap.cluster, cap.class_) for d in policy.fleet.spec.departments for cap in d.caps}
+    if not caps:
+        return True
+    totals: dict[tuple[str, str, str], int] = {}
+    chains: dict[str, list[str]] = {}
+    for (dept, cluster, cid), guaranteed in gather(policy, BUDGETS).items():
+        if dept not in chains:
+            chains[dept] = _ancestors(policy, dept)
+        for above in chains[dept]:
+            if (above, cluster, cid) in caps:
+                totals[(above, cluster, cid)] = totals.get((above, cluster, cid), 0) + guaranteed
+    return all(totals.get((d.name, cap.cluster, cap.class_), 0) <= cap.max
+               for d in policy.fleet.spec.departments for cap in d.caps)
 
 
 @checks(CHILD_OVER_PARENT)

@@ -29,6 +29,8 @@ from typing import Iterator
 from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define
 from compiler.model.team import ModelArchitecture
 from compiler.policy.graph import Policy, Team
+from compiler.policy.summaries import gather
+from compiler.policy.team_facts import BUDGETS
 from compiler.serving.architectures import ARCHITECTURES, by_hub_id
 
 BUDGET_NAMESPACE = define(
@@ -122,8 +124,8 @@ def check_idle_caps(policy: Policy) -> Iterator[Diagnostic]:
     if not capped:
         return
     direct: dict[str, set[tuple[str, str]]] = {}  # department -> (cluster, class) its own teams budget
-    for t in policy.teams:
-        direct.setdefault(t.model.spec.department, set()).update((b.cluster, b.class_) for b in t.model.spec.budgets)
+    for own, cluster, cid in gather(policy, BUDGETS):  # kept a block of teams at a time
+        direct.setdefault(own, set()).add((cluster, cid))
     below: dict[str, set[tuple[str, str]]] = {}  # capped department -> (cluster, class) budgeted below it
     for start, budgeted in direct.items():  # each department's chain once, not each team's
         dept: str | None = start

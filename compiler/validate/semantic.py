@@ -17,6 +17,8 @@ from compiler.policy.cuts import cut_mode
 from compiler.policy.graph import Policy, Team, serving_namespace
 from compiler.policy.multikueue_topology import is_manager
 from compiler.policy.priorities import tiers_by_name
+from compiler.policy.summaries import gather
+from compiler.policy.team_facts import CLAIMS, CONFLICT
 from compiler.validate.cascade import unresolved
 from compiler.validate.related import related
 from compiler.validate.teams import data_classes_by_name
@@ -321,6 +323,8 @@ def check_team_files(policy: Policy) -> Iterator[Diagnostic]:
 
 @checks(NAMESPACE_CLAIM)
 def check_namespace_claims(policy: Policy) -> Iterator[Diagnostic]:
+    if CONFLICT not in gather(policy, CLAIMS):  # the teams' kept claims: each namespace once, none a system one
+        return
     clusters = policy.clusters
     system: dict[str, set[str]] = {c.name: set(c.system_namespaces) | {"kube-system", "kube-public",
                                                                     "kube-node-lease", "default"}

@@ -1,0 +1,105 @@
+"""The teams' facts that passes and rules over the whole policy read, as summaries kept a block
+of teams at a time (``compiler.policy.summaries``): each reads the fleet and one team.
+
+- ``BUDGETS``: (department, cluster, class) -> the GPUs its teams guarantee there (every budget
+  is a key, 0 included): which departments queue on a cluster (the cohort forest), what a
+  department's cap bounds (FLEET306), whether a cap bounds anything (REL005).
+- ``LENDABLE`` and ``WORST_BORROW``: per (cluster, class) the GPUs the queues can lend, and the
+  largest borrowing limit plus its own team's lendable GPUs (KUEUE001: a limit no cohort can
+  lend shows there).
+- ``CLAIMS``: (cluster, namespace) -> the team and purpose that claim it, with ``CONFLICT`` when
+  one is claimed twice or is a system namespace (FLEET007).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.policy.allocation import TeamAllocation
+from compiler.policy.graph import Policy, Team, serving_namespace
+from compiler.policy.summaries import gather, maxima, summary, sums
+
+BUILTIN_SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "default"})
+CONFLICT = ("", "")  # a CLAIMS key no cluster has (names are DNS labels): some claim needs a finding
+
+
+def entries(policy: Policy, team: Team) -> list[TeamAllocation]:
+    """The team file's allocation entries (another file may claim the same team name: FLEET001)."""
+    return [e for e in policy.allocation.for_team(team.name) if e.source == team.path]
+
+
+def _budgets(policy: Policy, team: Team) -> dict[tuple[str, str, str], int]:
+    dept = team.model.spec.department
+    out: dict[tuple[str, str, str], int] = {}
+    for e in entries(policy, team):
+        key = (dept, e.cluster, e.gpu_class)
+        out[key] = out.get(key, 0) + (e.guaranteed.value or 0)
+    return out
+
+
+def _lendable(policy: Policy, team: Team) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for e in entries(policy, team):
+        out[(e.cluster, e.gpu_class)] = out.get((e.cluster, e.gpu_class), 0) + e.lendable
+    return out
+
+
+def _worst_borrow(policy: Policy, team: Team) -> dict[tuple[str, str], int]:
+    own = _lendable(policy, team)
+    out: dict[tuple[str, str], int] = {}
+    for e in entries(policy, team):
+        if e.borrow.value:  # None (unlimited) and 0 cannot be out of reach
+            key = (e.cluster, e.gpu_class)
+            out[key] = max(out.get(key, 0), e.borrow.value + own[key])
+    return out
+
+
+def _claims(policy: Policy, team: Team) -> dict[tuple[str, str], tuple[str, str]]:
+    """In the order ``check_namespace_claims`` claims them: training namespaces, then serving."""
+    clusters = policy.clusters
+    spec, name = team.model.spec, team.model.metadata.name
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def claim(cluster: str, ns: str, purpose: str) -> None:
+        if ns in BUILTIN_SYSTEM_NAMESPACES or ns in clusters[cluster].system_namespaces:
+            out[CONFLICT] = (name, purpose)
+        elif out.setdefault((cluster, ns), (name, purpose)) != (name, purpose):
+            out[CONFLICT] = (name, purpose)
+
+    for ns in spec.namespaces:
+        for c in ns.clusters:
+            if c in clusters:  # else FLEET002
+                claim(c, ns.name, "training")
+    for s in spec.serving:
+        if s.cluster in clusters:
+            claim(s.cluster, serving_namespace(name, spec.serving_namespace), "serving")
+    return out
+
+
+def _claimed(into: dict[Any, tuple[str, str]], part: dict[Any, tuple[str, str]]) -> dict[Any, tuple[str, str]]:
+    common = into.keys() & part.keys()  # none, unless a namespace is claimed twice
+    if common:
+        if CONFLICT not in into and any(into[k] != part[k] for k in common):
+            into[CONFLICT] = ("", "")
+        part = {k: v for k, v in part.items() if k not in common}  # the first claim stays
+    into.update(part)
+    return into
+
+
+BUDGETS = summary("budgets", _budgets, sums, dict)
+LENDABLE = summary("lendable", _lendable, sums, dict)
+WORST_BORROW = summary("worst-borrow", _worst_borrow, maxima, dict)
+CLAIMS = summary("claims", _claims, _claimed, dict)
+
+
+def team_departments(policy: Policy) -> dict[str, frozenset[str]]:
+    """cluster -> the departments of the teams with a budget on it."""
+    slot = "_team_departments"
+    value: dict[str, frozenset[str]] | None = policy.__dict__.get(slot)
+    if value is None:
+        out: dict[str, set[str]] = {}
+        for dept, cluster, _ in gather(policy, BUDGETS):
+            out.setdefault(cluster, set()).add(dept)
+        value = {c: frozenset(ds) for c, ds in out.items()}
+        object.__setattr__(policy, slot, value)
+    return value

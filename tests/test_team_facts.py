@@ -1,0 +1,171 @@
+"""The teams' summaries kept a block at a time (``compiler.policy.summaries``, issue 21) and the
+rules that read them to prove they have nothing to say (``compiler.policy.team_facts``).
+
+Held here, on the demo, every golden case, a generated organisation and variants of the demo
+with findings: each summary gathered from kept blocks equals its fold over every team, a
+one-team edit folds one block again, and each proof holds exactly when the rule, run over the
+whole policy, finds nothing (so a proof never hides a finding, and is not so weak that the rule
+always runs)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from conftest import REPO
+from helpers import copy_demo, mutate, policy_at
+
+from compiler.cache.store import Store, content_digest
+from compiler.diagnostics import Diagnostic
+from compiler.pipeline.summaries import StoredSummaries
+from compiler.policy.graph import Policy
+from compiler.policy.summaries import SUMMARIES, Summary, gather
+from compiler.policy.team_facts import BUDGETS, CLAIMS, CONFLICT
+from compiler.validate import capacity, semantic
+
+GOLDEN = REPO / "tests" / "golden"
+VARIANTS: dict[str, list[tuple[str, str, str]]] = {  # demo edits that give the proved rules findings
+    "demo": [],
+    "cap": [("teams/nlp.yaml", "guaranteed: 32", "guaranteed: 48")],  # KUEUE003
+    "borrow": [("teams/vision.yaml", "borrow: 8", "borrow: 900")],  # KUEUE004
+    "claim": [("teams/vision.yaml", "- name: vision-train", "- name: nlp-train")],  # FLEET004, twice
+    "system": [("teams/vision.yaml", "- name: vision-train", "- name: kube-system")],  # FLEET004, system
+}
+
+
+def _cases(tmp: Path) -> Iterator[tuple[str, Path]]:
+    from bench.generate import generate
+
+    for name, edits in VARIANTS.items():
+        root = copy_demo(tmp / name)
+        for rel, old, new in edits:
+            mutate(root, rel, old, new)
+        yield name, root
+    for case in sorted(p.name for p in GOLDEN.iterdir() if (p / "policies").is_dir()):
+        shutil.copytree(GOLDEN / case / "policies", tmp / case / "policies")
+        yield case, tmp / case
+    generate(80, 5, tmp / "generated", seed=3)
+    yield "generated", tmp / "generated"
+
+
+def _keys(policy: Policy) -> dict[str, str]:
+    return {t.path: content_digest(t.src.text.encode()) for t in policy.teams}
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, Path, Policy]]:
+    out = []
+    for name, root in _cases(tmp_path_factory.mktemp("facts")):
+        policy, diags = policy_at(root)
+        assert policy is not None, (name, diags)
+        out.append((name, root, policy))
+    return out
+
+
+def _kept(policy: Policy, store: Store) -> Policy:
+    from dataclasses import replace
+
+    return replace(policy, summaries=StoredSummaries.of(store, policy, _keys(policy)))
+
+
+def test_kept_summaries_equal_their_fold_over_every_team(cases: list[tuple[str, Path, Policy]],
+                                                         tmp_path: Path) -> None:
+    for name, root, policy in cases:
+        store = Store(tmp_path / name)
+        for s in SUMMARIES.values():
+            whole = s.over(policy, policy.teams)
+            assert gather(_kept(policy, store), s) == whole, (name, s.name)  # folded and kept
+            assert gather(_kept(policy, store), s) == whole, (name, s.name)  # read back
+
+
+def test_a_one_team_edit_folds_one_block_again(tmp_path: Path) -> None:
+    from bench.generate import generate
+
+    root = tmp_path / "org"
+    generate(300, 4, root, seed=5)
+    policy, _ = policy_at(root)
+    assert policy is not None
+    store = Store(tmp_path)
+    blocks = StoredSummaries.of(store, policy, _keys(policy))
+    assert blocks is not None and len(blocks.blocks) > 2
+    for s in SUMMARIES.values():
+        gather(_kept(policy, store), s)
+    team = policy.teams[len(policy.teams) // 2]
+    path = root / team.path
+    path.write_text(path.read_text().replace("guaranteed: ", "guaranteed: 1", 1))
+    edited, _ = policy_at(root)
+    assert edited is not None
+    folded: list[str] = []
+
+    def counted(s: Summary[Any]) -> Summary[Any]:
+        return Summary(s.name, lambda p, t: (folded.append(t.path), s.of_team(p, t))[1], s.fold, s.empty)
+
+    again = _kept(edited, store)
+    for s in SUMMARIES.values():
+        assert gather(again, counted(s)) == s.over(edited, edited.teams), s.name
+    assert team.path in folded
+    assert len(set(folded)) <= max(len(b) for _, b in blocks.blocks)  # one block's teams
+
+
+def _whole(module: Any, check: str, proof: str, policy: Policy, monkeypatch: pytest.MonkeyPatch) -> list[Diagnostic]:
+    """The check's findings with its proof off: the rule over the whole policy."""
+    with monkeypatch.context() as m:
+        m.setattr(module, proof, lambda policy: False)
+        return list(getattr(module, check)(policy))
+
+
+def test_each_proof_holds_exactly_when_its_rule_finds_nothing(cases: list[tuple[str, Path, Policy]],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, set[bool]] = {"caps": set(), "borrowing": set(), "claims": set()}
+    for name, _, policy in cases:
+        caps = capacity._caps_met(policy)
+        assert caps == (not _whole(capacity, "check_department_caps", "_caps_met", policy, monkeypatch)), name
+        borrowing = capacity._borrowing_met(policy)
+        assert borrowing == (not _whole(capacity, "check_borrowing", "_borrowing_met", policy, monkeypatch)), name
+        claims = CONFLICT not in gather(policy, CLAIMS)
+        with monkeypatch.context() as m:
+            m.setattr(semantic, "gather", lambda policy, s: {CONFLICT: ("", "")})
+            assert claims == (not list(semantic.check_namespace_claims(policy))), name
+        seen["caps"].add(caps)
+        seen["borrowing"].add(borrowing)
+        seen["claims"].add(claims)
+        for check, proof in (("check_department_caps", "_caps_met"), ("check_borrowing", "_borrowing_met")):
+            assert list(getattr(capacity, check)(policy)) == _whole(capacity, check, proof, policy, monkeypatch), name
+    assert all(v == {True, False} for v in seen.values()), seen  # both outcomes met by the cases
+
+
+def test_idle_caps_read_the_budgets_summary(cases: list[tuple[str, Path, Policy]]) -> None:
+    """FLEET404 from ``BUDGETS``: the (cluster, class) its departments' teams budget, as the
+    budgets themselves say."""
+    for name, _, policy in cases:
+        direct: dict[str, set[tuple[str, str]]] = {}
+        for t in policy.teams:
+            direct.setdefault(t.model.spec.department, set()).update((b.cluster, b.class_) for b in t.model.spec.budgets)
+        got: dict[str, set[tuple[str, str]]] = {}
+        for dept, cluster, cid in gather(policy, BUDGETS):
+            got.setdefault(dept, set()).add((cluster, cid))
+        assert got == direct, name
+
+
+def test_a_summary_reads_the_fleet_and_its_team_only(tmp_path: Path) -> None:
+    """What makes a block's fold a function of the block's key (the fleet's and its teams' bytes):
+    each team's fact is the same in the whole policy as in a policy of the fleet and that team."""
+    from bench.generate import generate
+
+    generate(30, 4, tmp_path / "org", seed=11)
+    for root in (copy_demo(tmp_path / "demo"), tmp_path / "org"):
+        policy, _ = policy_at(root)
+        assert policy is not None
+        for team in policy.teams:
+            alone = tmp_path / f"alone-{root.name}-{team.name}"
+            shutil.copytree(root / "policies", alone / "policies",
+                            ignore=lambda d, names: [n for n in names if Path(d).name == "teams" and
+                                                     f"policies/teams/{n}" != team.path])
+            single, _ = policy_at(alone)
+            assert single is not None
+            mine = single.team(team.name)
+            assert mine is not None
+            for s in SUMMARIES.values():
+                assert s.of_team(single, mine) == s.of_team(policy, team), (team.name, s.name)
