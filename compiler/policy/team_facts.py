@@ -3,12 +3,12 @@ of teams at a time (``compiler.policy.summaries``): each reads the fleet and one
 
 - ``BUDGETS``: (department, cluster, class) -> the GPUs its teams guarantee there (every budget
   is a key, 0 included): which departments queue on a cluster (the cohort forest), what a
-  department's cap bounds (FLEET306), whether a cap bounds anything (REL005).
+  department's cap bounds (KUEUE003), whether a cap bounds anything (FLEET404).
 - ``LENDABLE`` and ``WORST_BORROW``: per (cluster, class) the GPUs the queues can lend, and the
-  largest borrowing limit plus its own team's lendable GPUs (KUEUE001: a limit no cohort can
+  largest borrowing limit plus its own team's lendable GPUs (KUEUE004: a limit no cohort can
   lend shows there).
 - ``CLAIMS``: (cluster, namespace) -> the team and purpose that claim it, with ``CONFLICT`` when
-  one is claimed twice or is a system namespace (FLEET007).
+  one is claimed twice or is a system namespace (FLEET004).
 """
 
 from __future__ import annotations
