@@ -66,9 +66,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 # Mutation testing of the solvers ([tool.mutmut] in pyproject.toml; bench/mutate.py): exit 1 when a
-# mutant survives that bench/mutants-equivalent.txt does not explain. ~12 minutes on two cores.
+# mutant survives that bench/mutants-equivalent.txt does not explain. ~12 minutes on two cores;
+# MUTATE_FLAGS='--max-children 1' keeps it to one worker (mutmut's default is one per core).
+MUTATE_FLAGS ?=
 mutate: $(MUT_VENV)/.installed
-	GPUPOLICY_SHARED=$${GPUPOLICY_SHARED:-$(abspath ../shared)} $(MUT_VENV)/bin/python bench/mutate.py
+	GPUPOLICY_SHARED=$${GPUPOLICY_SHARED:-$(abspath ../shared)} $(MUT_VENV)/bin/python bench/mutate.py $(MUTATE_FLAGS)
 
 $(MUT_VENV)/.installed: pyproject.toml $(LOCK) requirements-mutate.txt
 	rm -rf $(MUT_VENV)
