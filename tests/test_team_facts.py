@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 from conftest import REPO
@@ -21,8 +21,8 @@ from compiler.cache.store import Store, content_digest
 from compiler.diagnostics import Diagnostic
 from compiler.pipeline.summaries import StoredSummaries
 from compiler.policy.graph import Policy
-from compiler.policy.summaries import SUMMARIES, Summary, gather
-from compiler.policy.team_facts import BUDGETS, CLAIMS, CONFLICT
+from compiler.policy.summaries import SUMMARIES, gather
+from compiler.policy.team_facts import CAPPED, CLAIMS, CONFLICT, ancestors
 from compiler.validate import capacity, semantic
 
 GOLDEN = REPO / "tests" / "golden"
@@ -97,16 +97,13 @@ def test_a_one_team_edit_folds_one_block_again(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("guaranteed: ", "guaranteed: 1", 1))
     edited, _ = policy_at(root)
     assert edited is not None
-    folded: list[str] = []
-
-    def counted(s: Summary[Any]) -> Summary[Any]:
-        return Summary(s.name, lambda p, t: (folded.append(t.path), s.of_team(p, t))[1], s.fold, s.empty)
-
+    kept: list[str] = []
+    put = store.put
+    store.put = lambda kind, key, value, **kw: (kept.append(kind), put(kind, key, value, **kw))[1]  # type: ignore[method-assign]
     again = _kept(edited, store)
     for s in SUMMARIES.values():
-        assert gather(again, counted(s)) == s.over(edited, edited.teams), s.name
-    assert team.path in folded
-    assert len(set(folded)) <= max(len(b) for _, b in blocks.blocks)  # one block's teams
+        assert gather(again, s) == s.over(edited, edited.teams), s.name
+    assert kept == ["summary"] * len(SUMMARIES)  # the edited team's block, once per summary; every other read
 
 
 def _whole(module: Any, check: str, proof: str, policy: Policy, monkeypatch: pytest.MonkeyPatch) -> list[Diagnostic]:
@@ -136,17 +133,22 @@ def test_each_proof_holds_exactly_when_its_rule_finds_nothing(cases: list[tuple[
     assert all(v == {True, False} for v in seen.values()), seen  # both outcomes met by the cases
 
 
-def test_idle_caps_read_the_budgets_summary(cases: list[tuple[str, Path, Policy]]) -> None:
-    """FLEET404 from ``BUDGETS``: the (cluster, class) its departments' teams budget, as the
-    budgets themselves say."""
+def test_capped_is_what_the_teams_below_each_cap_guarantee(cases: list[tuple[str, Path, Policy]]) -> None:
+    """``CAPPED`` (FLEET404 and KUEUE003 read it) against the allocation: for each cap, the
+    guarantees of the teams whose department has the capped one above it or is it, keyed as soon
+    as one of them budgets the class (0 included)."""
+    capped_somewhere = False
     for name, _, policy in cases:
-        direct: dict[str, set[tuple[str, str]]] = {}
-        for t in policy.teams:
-            direct.setdefault(t.model.spec.department, set()).update((b.cluster, b.class_) for b in t.model.spec.budgets)
-        got: dict[str, set[tuple[str, str]]] = {}
-        for dept, cluster, cid in gather(policy, BUDGETS):
-            got.setdefault(dept, set()).add((cluster, cid))
-        assert got == direct, name
+        expected: dict[tuple[str, str, str], int] = {}
+        caps = {(d.name, cap.cluster, cap.class_) for d in policy.fleet.spec.departments for cap in d.caps}
+        capped_somewhere |= bool(caps)
+        for dept, cluster, cid in caps:  # a cap named twice counts once
+            for e in policy.allocation.for_class(cluster, cid):
+                team = next(t for t in policy.teams if t.path == e.source)
+                if dept in ancestors(policy, team.model.spec.department):
+                    expected[(dept, cluster, cid)] = expected.get((dept, cluster, cid), 0) + (e.guaranteed.value or 0)
+        assert gather(policy, CAPPED) == expected, name
+    assert capped_somewhere
 
 
 def test_a_summary_reads_the_fleet_and_its_team_only(tmp_path: Path) -> None:

@@ -19,9 +19,11 @@ T = TypeVar("T")
 
 
 class StoredSummaries:
-    """``compiler.policy.summaries.Blocks`` over a store. Every summary's entries of this run's
-    blocks are marked used at once, by the process that builds this (the one that prunes), since
-    the rules that read most of them run in a forked process whose reads it does not see."""
+    """``compiler.policy.summaries.Blocks`` over a store: a summary's fold of a block is an entry
+    of its own, so a process reads the summaries it asks for only (the run's lowering asks for
+    the departments, the rules for the rest). The entries are marked used at once by the process
+    that builds this (the one that prunes): the rules run in a forked process whose reads it
+    does not see."""
 
     def __init__(self, store: Store, blocks: list[tuple[str, list[Team]]]) -> None:
         self.store = store
@@ -34,7 +36,8 @@ class StoredSummaries:
         team has none (then summaries are folded over the teams)."""
         if any(t.path not in keys for t in policy.teams):
             return None
-        return cls(store, [(block_key(b), [t for t, _ in b]) for b in unit_blocks([(t, keys[t.path]) for t in policy.teams])])
+        units = [(t, keys[t.path]) for t in policy.teams]
+        return cls(store, [(block_key(b), [t for t, _ in b]) for b in unit_blocks(units)])
 
     @staticmethod
     def key(name: str, bkey: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, Mapping, NamedTuple, Sequence
+from typing import Callable, Iterator, Literal, Mapping, NamedTuple, Sequence
 
 from compiler.load.source import YamlPath
 from compiler.model.fleet import BudgetDefaults, Department
@@ -149,6 +149,19 @@ def resolve(
     return Resolved(BUILTIN[fieldname], "built-in")
 
 
+Resolver = Callable[[Field, Budget, str], Resolved]  # (field, budget, the team's department) -> value
+
+
+def team_entries(team: str, dept: str, source: str, budgets: Sequence[Budget], resolved: Resolver
+                 ) -> Iterator[TeamAllocation]:
+    """One team file's entries, a budget each in file order (``resolved``: ``resolve`` with the
+    fleet's departments and defaults, memoised or not): ``build_allocation``'s, and a summary's
+    of one team (``compiler.policy.team_facts``) without the index of every team's entries."""
+    for i, b in enumerate(budgets):
+        yield TeamAllocation(team, b.cluster, b.class_, resolved("guaranteed", b, dept), resolved("borrow", b, dept),
+                             resolved("lend", b, dept), source, ("spec", "budgets", i))
+
+
 def build_allocation(
     teams: Sequence[tuple[str, str, str, Sequence[Budget]]],
     departments: Mapping[str, Department],
@@ -172,9 +185,7 @@ def build_allocation(
 
     by_class: dict[tuple[str, str], list[TeamAllocation]] = {}
     for team, dept, source, budgets in teams:
-        for i, b in enumerate(budgets):
-            e = TeamAllocation(team, b.cluster, b.class_, resolved("guaranteed", b, dept), resolved("borrow", b, dept),
-                               resolved("lend", b, dept), source, ("spec", "budgets", i))
+        for e in team_entries(team, dept, source, budgets, resolved):
             index = by_class.get((e.cluster, e.gpu_class))
             if index is None:
                 index = by_class[(e.cluster, e.gpu_class)] = []

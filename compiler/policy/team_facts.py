@@ -1,9 +1,11 @@
 """The teams' facts that passes and rules over the whole policy read, as summaries kept a block
 of teams at a time (``compiler.policy.summaries``): each reads the fleet and one team.
 
-- ``BUDGETS``: (department, cluster, class) -> the GPUs its teams guarantee there (every budget
-  is a key, 0 included): which departments queue on a cluster (the cohort forest), what a
-  department's cap bounds (KUEUE003), whether a cap bounds anything (FLEET404).
+- ``DEPARTMENTS``: (cluster, department) of every budget: which departments queue on a cluster
+  (the cohort forest).
+- ``CAPPED``: (department, cluster, class) of each department cap -> the GPUs the teams below the
+  department (its own included) guarantee there, a key as soon as one of them budgets the class:
+  what the cap bounds (KUEUE003), whether it bounds anything (FLEET404).
 - ``LENDABLE`` and ``WORST_BORROW``: per (cluster, class) the GPUs the queues can lend, and the
   largest borrowing limit plus its own team's lendable GPUs (KUEUE004: a limit no cohort can
   lend shows there).
@@ -15,25 +17,72 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.policy.allocation import TeamAllocation
+from compiler.model.team import Budget
+from compiler.policy.allocation import Field, Resolved, TeamAllocation, resolve, team_entries
 from compiler.policy.graph import Policy, Team, serving_namespace
-from compiler.policy.summaries import gather, maxima, summary, sums
+from compiler.policy.summaries import gather, maxima, summary, sums, union
 
 BUILTIN_SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "default"})
 CONFLICT = ("", "")  # a CLAIMS key no cluster has (names are DNS labels): some claim needs a finding
 
 
 def entries(policy: Policy, team: Team) -> list[TeamAllocation]:
-    """The team file's allocation entries (another file may claim the same team name: FLEET001)."""
-    return [e for e in policy.allocation.for_team(team.name) if e.source == team.path]
+    """The team file's allocation entries, resolved as ``build_allocation`` resolves them (not
+    read from the allocation's index by team, whose first question costs a pass over every team);
+    once per team and policy (three summaries ask)."""
+    memo: dict[str, list[TeamAllocation]] | None = policy.__dict__.get("_team_entries")
+    if memo is None:
+        memo = {}
+        object.__setattr__(policy, "_team_entries", memo)  # Policy is a frozen dataclass
+    found = memo.get(team.path)
+    if found is None:
+        spec = policy.fleet.spec
+
+        def resolved(field: Field, b: Budget, dept: str) -> Resolved:
+            return resolve(field, b, dept, policy.departments, spec.defaults.budget)
+
+        m = team.model
+        found = memo[team.path] = list(team_entries(m.metadata.name, m.spec.department, team.path,
+                                                    m.spec.budgets, resolved))
+    return found
 
 
-def _budgets(policy: Policy, team: Team) -> dict[tuple[str, str, str], int]:
+def _departments(policy: Policy, team: Team) -> set[tuple[str, str]]:
     dept = team.model.spec.department
+    return {(b.cluster, dept) for b in team.model.spec.budgets}
+
+
+def ancestors(policy: Policy, dept: str) -> list[str]:
+    """A department and the departments above it, nearest first (a cycle, FLEET005, ends it)."""
+    out = []
+    depts = policy.departments
+    cur: str | None = dept
+    while cur is not None and cur in depts and cur not in out:
+        out.append(cur)
+        cur = depts[cur].parent
+    return out
+
+
+def _caps(policy: Policy) -> frozenset[tuple[str, str, str]]:
+    slot = "_capped_keys"
+    caps: frozenset[tuple[str, str, str]] | None = policy.__dict__.get(slot)
+    if caps is None:
+        caps = frozenset((d.name, cap.cluster, cap.class_) for d in policy.fleet.spec.departments for cap in d.caps)
+        object.__setattr__(policy, slot, caps)
+    return caps
+
+
+def _capped(policy: Policy, team: Team) -> dict[tuple[str, str, str], int]:
+    caps = _caps(policy)
+    if not caps:
+        return {}
+    chain = ancestors(policy, team.model.spec.department)
     out: dict[tuple[str, str, str], int] = {}
     for e in entries(policy, team):
-        key = (dept, e.cluster, e.gpu_class)
-        out[key] = out.get(key, 0) + (e.guaranteed.value or 0)
+        for above in chain:
+            key = (above, e.cluster, e.gpu_class)
+            if key in caps:  # a budget of 0 too: the class is budgeted below the cap (FLEET404)
+                out[key] = out.get(key, 0) + (e.guaranteed.value or 0)
     return out
 
 
@@ -86,7 +135,8 @@ def _claimed(into: dict[Any, tuple[str, str]], part: dict[Any, tuple[str, str]])
     return into
 
 
-BUDGETS = summary("budgets", _budgets, sums, dict)
+DEPARTMENTS = summary("departments", _departments, union, set)
+CAPPED = summary("capped", _capped, sums, dict)
 LENDABLE = summary("lendable", _lendable, sums, dict)
 WORST_BORROW = summary("worst-borrow", _worst_borrow, maxima, dict)
 CLAIMS = summary("claims", _claims, _claimed, dict)
@@ -98,7 +148,7 @@ def team_departments(policy: Policy) -> dict[str, frozenset[str]]:
     value: dict[str, frozenset[str]] | None = policy.__dict__.get(slot)
     if value is None:
         out: dict[str, set[str]] = {}
-        for dept, cluster, _ in gather(policy, BUDGETS):
+        for cluster, dept in gather(policy, DEPARTMENTS):
             out.setdefault(cluster, set()).add(dept)
         value = {c: frozenset(ds) for c, ds in out.items()}
         object.__setattr__(policy, slot, value)

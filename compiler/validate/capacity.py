@@ -14,7 +14,7 @@ from compiler.policy.cohorts import borrowable_spare, root_departments, spare_ca
 from compiler.policy.graph import Policy, Team
 from compiler.policy.multikueue_topology import is_manager
 from compiler.policy.summaries import gather
-from compiler.policy.team_facts import BUDGETS, LENDABLE, WORST_BORROW
+from compiler.policy.team_facts import CAPPED, LENDABLE, WORST_BORROW, ancestors
 from compiler.validate.related import related
 
 OVER_CAPACITY = define(
@@ -168,16 +168,6 @@ def check_stranded_spare(policy: Policy) -> Iterator[Diagnostic]:
             hint="give the root departments a common parent department, or guarantee those GPUs to teams")
 
 
-def _ancestors(policy: Policy, dept: str) -> list[str]:
-    out = []
-    depts = policy.departments
-    cur: str | None = dept
-    while cur is not None and cur in depts and cur not in out:
-        out.append(cur)
-        cur = depts[cur].parent
-    return out
-
-
 @checks(DEPT_CAP)
 def check_department_caps(policy: Policy) -> Iterator[Diagnostic]:
     if _caps_met(policy):
@@ -189,7 +179,7 @@ def check_department_caps(policy: Policy) -> Iterator[Diagnostic]:
     def under(team: str, dept: str) -> bool:
         own = teams[team].model.spec.department
         if own not in chains:
-            chains[own] = frozenset(_ancestors(policy, own))
+            chains[own] = frozenset(ancestors(policy, own))
         return dept in chains[own]
 
     for i, d in enumerate(policy.fleet.spec.departments):
@@ -212,19 +202,9 @@ def check_department_caps(policy: Policy) -> Iterator[Diagnostic]:
 
 def _caps_met(policy: Policy) -> bool:
     """Whether no department's teams guarantee more than its caps (KUEUE003 finds nothing), read
-    from the teams' kept summaries (``team_facts.BUDGETS``: a department's teams are those whose
-    department has it among its ancestors, itself included, as ``check_department_caps`` counts)."""
-    caps = {(d.name, cap.cluster, cap.class_) for d in policy.fleet.spec.departments for cap in d.caps}
-    if not caps:
-        return True
-    totals: dict[tuple[str, str, str], int] = {}
-    chains: dict[str, list[str]] = {}
-    for (dept, cluster, cid), guaranteed in gather(policy, BUDGETS).items():
-        if dept not in chains:
-            chains[dept] = _ancestors(policy, dept)
-        for above in chains[dept]:
-            if (above, cluster, cid) in caps:
-                totals[(above, cluster, cid)] = totals.get((above, cluster, cid), 0) + guaranteed
+    from the teams' kept summaries (``team_facts.CAPPED``: what the teams below each capped
+    department guarantee, as ``check_department_caps`` counts them)."""
+    totals = gather(policy, CAPPED)
     return all(totals.get((d.name, cap.cluster, cap.class_), 0) <= cap.max
                for d in policy.fleet.spec.departments for cap in d.caps)
 

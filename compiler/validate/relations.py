@@ -30,7 +30,7 @@ from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, defi
 from compiler.model.team import ModelArchitecture
 from compiler.policy.graph import Policy, Team
 from compiler.policy.summaries import gather
-from compiler.policy.team_facts import BUDGETS
+from compiler.policy.team_facts import CAPPED
 from compiler.serving.architectures import ARCHITECTURES, by_hub_id
 
 BUDGET_NAMESPACE = define(
@@ -120,27 +120,12 @@ def check_empty_departments(policy: Policy) -> Iterator[Diagnostic]:
 
 @checks(IDLE_CAP)
 def check_idle_caps(policy: Policy) -> Iterator[Diagnostic]:
-    capped = {d.name for d in policy.fleet.spec.departments if d.caps}
-    if not capped:
-        return
-    direct: dict[str, set[tuple[str, str]]] = {}  # department -> (cluster, class) its own teams budget
-    for own, cluster, cid in gather(policy, BUDGETS):  # kept a block of teams at a time
-        direct.setdefault(own, set()).add((cluster, cid))
-    below: dict[str, set[tuple[str, str]]] = {}  # capped department -> (cluster, class) budgeted below it
-    for start, budgeted in direct.items():  # each department's chain once, not each team's
-        dept: str | None = start
-        seen: set[str] = set()
-        while dept is not None and dept not in seen:  # a cycle is FLEET005
-            seen.add(dept)
-            if dept in capped:
-                below.setdefault(dept, set()).update(budgeted)
-            parent = policy.departments.get(dept)
-            dept = parent.parent if parent is not None else None
+    budgeted = gather(policy, CAPPED)  # (capped department, cluster, class) its teams budget, kept
     for i, d in enumerate(policy.fleet.spec.departments):
         for k, cap in enumerate(d.caps):
             if cap.class_ not in policy.classes.get(cap.cluster, {}):
                 continue  # an unknown cluster or class: FLEET002
-            if (cap.cluster, cap.class_) not in below.get(d.name, set()):
+            if (d.name, cap.cluster, cap.class_) not in budgeted:
                 yield IDLE_CAP.diag(
                     f"department {d.name!r} caps {cap.class_} on {cap.cluster!r} at {cap.max}, but no team below it "
                     "budgets that class there: the cap limits nothing", policy.fleet_src.locate(
