@@ -26,7 +26,7 @@ from compiler.diagnostics import Diagnostic, Location, Rule, Scope, Severity, ch
 from compiler.model.fleet import Cluster
 from compiler.model.inventory import Inventory
 from compiler.policy.classes import GpuClass
-from compiler.policy.graph import Policy
+from compiler.policy.graph import Policy, Team
 
 CONTROLLER = "kueue.x-k8s.io/multikueue"
 ADMISSION_CHECK = "multikueue"  # AdmissionCheck and MultiKueueConfig name on the manager
@@ -62,7 +62,7 @@ MIRROR = define(
     "of its workers (MultiKueue creates the workload copy in the same namespace and LocalQueue).",
     "namespaces:\n- {name: ml-train, clusters: [hub, gpu-a]}\nbudgets:\n- {cluster: hub, ...}\n- {cluster: gpu-a, ...}",
     "namespaces:\n- {name: ml-train, clusters: [hub]}   # worker gpu-a lacks ml-train",
-    scope=Scope.POLICY,
+    scope=Scope.TEAM,
 )
 UNRUNNABLE = define(
     "GITOPS005",
@@ -71,7 +71,7 @@ UNRUNNABLE = define(
     "budgets:\n- {cluster: hub, class: h100-80gb}\n- {cluster: gpu-a, class: h100-80gb}",
     "budgets:\n- {cluster: hub, class: h100-80gb}   # no worker budget for h100-80gb",
     Severity.WARNING,
-    scope=Scope.POLICY,
+    scope=Scope.TEAM,
 )
 ONE_CHECK = define(
     "GITOPS006",
@@ -152,11 +152,6 @@ def with_worker_classes(
     return out
 
 
-def _budget_clusters(policy: Policy) -> dict[str, set[tuple[str, str]]]:
-    """team -> {(cluster, class)} it budgets."""
-    return {t.name: {(b.cluster, b.class_) for b in t.model.spec.budgets} for t in policy.teams}
-
-
 @checks(WORKERS, WORKER_ROLE, SAME_RESOURCES, IDLE_POOLS)  # one pass over the managers' worker lists
 def check_multikueue(policy: Policy) -> Iterator[Diagnostic]:
     src = policy.fleet_src
@@ -217,43 +212,41 @@ def check_multikueue(policy: Policy) -> Iterator[Diagnostic]:
                                    severity=Severity.WARNING, hint="add it to a manager's workers")
 
 
-@checks(MIRROR, UNRUNNABLE)  # one pass over the teams queued on a manager
-def check_mirror(policy: Policy) -> Iterator[Diagnostic]:
-    budgets = _budget_clusters(policy)
+@checks(MIRROR, UNRUNNABLE)  # one team against each manager's workers: kept with the team's unit
+def check_mirror(policy: Policy, team: Team) -> Iterator[Diagnostic]:
+    t = team.model.spec
+    own = {(b.cluster, b.class_) for b in t.budgets}
     for manager in policy.fleet.spec.clusters:
+        if not any(c == manager.name for c, _ in own):
+            continue  # no queue on the manager, nothing to mirror
         workers = [w for w in workers_of(manager) if w in policy.clusters]
         if not workers:
             continue
-        for team in policy.teams:
-            t = team.model.spec
-            own = budgets[team.name]
-            if not any(c == manager.name for c, _ in own):
-                continue  # no queue on the manager, nothing to mirror
-            for i, ns in enumerate(t.namespaces):
-                if manager.name not in ns.clusters:
-                    continue
-                # located for a diagnostic only: a file's positions may be a store read (pipeline.front)
-                at = ("spec", "namespaces", i, "clusters")
-                for w in workers:
-                    if w not in ns.clusters:
-                        yield MIRROR.diag(
-                            f"namespace {ns.name!r} has a queue on MultiKueue manager {manager.name!r} but does "
-                            f"not exist on its worker {w!r}", team.src.locate(at),
-                            hint=f"add {w} to the namespace's clusters (and a budget there) so the worker "
-                            "can admit the dispatched workloads")
-                    elif not any(c == w for c, _ in own):
-                        yield MIRROR.diag(
-                            f"namespace {ns.name!r} exists on worker {w!r} but team {team.name!r} has no budget "
-                            f"there, so the worker has no LocalQueue {team.name!r} for dispatched workloads",
-                            team.src.locate(at),
-                            hint=f"add a budget on {w} for the classes the team uses on {manager.name}")
-            worker_classes = {cls for c, cls in own if c in workers}
-            for i, b in enumerate(t.budgets):
-                if b.cluster == manager.name and b.class_ not in worker_classes:
-                    yield UNRUNNABLE.diag(
-                        f"team {team.name!r} budgets {b.class_} on manager {manager.name!r} but on none of its "
-                        f"workers ({', '.join(workers)})", team.src.locate(("spec", "budgets", i, "class")),
-                        hint="budget the class on a worker that has it")
+        for i, ns in enumerate(t.namespaces):
+            if manager.name not in ns.clusters:
+                continue
+            # located for a diagnostic only: a file's positions may be a store read (pipeline.front)
+            at = ("spec", "namespaces", i, "clusters")
+            for w in workers:
+                if w not in ns.clusters:
+                    yield MIRROR.diag(
+                        f"namespace {ns.name!r} has a queue on MultiKueue manager {manager.name!r} but does "
+                        f"not exist on its worker {w!r}", team.src.locate(at),
+                        hint=f"add {w} to the namespace's clusters (and a budget there) so the worker "
+                        "can admit the dispatched workloads")
+                elif not any(c == w for c, _ in own):
+                    yield MIRROR.diag(
+                        f"namespace {ns.name!r} exists on worker {w!r} but team {team.name!r} has no budget "
+                        f"there, so the worker has no LocalQueue {team.name!r} for dispatched workloads",
+                        team.src.locate(at),
+                        hint=f"add a budget on {w} for the classes the team uses on {manager.name}")
+        worker_classes = {cls for c, cls in own if c in workers}
+        for i, b in enumerate(t.budgets):
+            if b.cluster == manager.name and b.class_ not in worker_classes:
+                yield UNRUNNABLE.diag(
+                    f"team {team.name!r} budgets {b.class_} on manager {manager.name!r} but on none of its "
+                    f"workers ({', '.join(workers)})", team.src.locate(("spec", "budgets", i, "class")),
+                    hint="budget the class on a worker that has it")
 
 
 def check_manifests(policy: Policy, inventory: Inventory) -> list[Diagnostic]:
