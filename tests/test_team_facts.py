@@ -171,3 +171,14 @@ def test_a_summary_reads_the_fleet_and_its_team_only(tmp_path: Path) -> None:
             assert mine is not None
             for s in SUMMARIES.values():
                 assert s.of_team(single, mine) == s.of_team(policy, team), (team.name, s.name)
+
+
+def test_budgeted_and_departments_are_every_budget_s(cases: list[tuple[str, Path, Policy]]) -> None:
+    """``BUDGETED`` (OPS005, REPORT.md's idle classes) and ``DEPARTMENTS`` (the cohort forest):
+    the (cluster, class) and (cluster, department) of every budget of every team."""
+    from compiler.policy.team_facts import BUDGETED, DEPARTMENTS
+
+    for name, _, policy in cases:
+        budgets = [(b, t.model.spec.department) for t in policy.teams for b in t.model.spec.budgets]
+        assert gather(policy, BUDGETED) == {(b.cluster, b.class_) for b, _ in budgets}, name
+        assert gather(policy, DEPARTMENTS) == {(b.cluster, dept) for b, dept in budgets}, name

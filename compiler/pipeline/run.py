@@ -17,6 +17,11 @@ Units, by the scope of what they read:
   verified, keyed by the fleet's and that team's bytes (team passes read no other team:
   ``compiler.lower``), with an outline of its Kueue objects for ``diff`` (``stored_unit``); the
   records of consecutive units are also kept merged, a block at a time (``compiler.pipeline.blocks``);
+- *summary*: facts of one team that the whole-policy passes and rules fold over every team
+  (``compiler.policy.summaries``: the cohort forest's departments, what department caps bound,
+  what cohorts can lend, namespace claims), kept a block of teams at a time
+  (``compiler.pipeline.summaries``); the rules use them to prove they have nothing to say, else
+  run over the whole policy;
 - *policy*: the semantic rules, and REPORT.md with allocation.json, computed in two more
   processes while this one lowers (``compiler.cache.forked``; their texts that list teams are kept
   by those teams' units: ``StoredFragments``); the rules' errors stop the build

@@ -1,6 +1,8 @@
 """The teams' facts that passes and rules over the whole policy read, as summaries kept a block
 of teams at a time (``compiler.policy.summaries``): each reads the fleet and one team.
 
+- ``BUDGETED``: (cluster, class) of every budget: the classes no team budgets (OPS005, REPORT.md's
+  runtime section).
 - ``DEPARTMENTS``: (cluster, department) of every budget: which departments queue on a cluster
   (the cohort forest).
 - ``CAPPED``: (department, cluster, class) of each department cap -> the GPUs the teams below the
@@ -45,6 +47,10 @@ def entries(policy: Policy, team: Team) -> list[TeamAllocation]:
         found = memo[team.path] = list(team_entries(m.metadata.name, m.spec.department, team.path,
                                                     m.spec.budgets, resolved))
     return found
+
+
+def _budgeted(policy: Policy, team: Team) -> set[tuple[str, str]]:
+    return {(b.cluster, b.class_) for b in team.model.spec.budgets}
 
 
 def _departments(policy: Policy, team: Team) -> set[tuple[str, str]]:
@@ -135,6 +141,7 @@ def _claimed(into: dict[Any, tuple[str, str]], part: dict[Any, tuple[str, str]])
     return into
 
 
+BUDGETED = summary("budgeted", _budgeted, union, set)
 DEPARTMENTS = summary("departments", _departments, union, set)
 CAPPED = summary("capped", _capped, sums, dict)
 LENDABLE = summary("lendable", _lendable, sums, dict)

@@ -26,6 +26,8 @@ from typing import Iterator
 from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define
 from compiler.policy.graph import Policy, Team
 from compiler.policy.memo import per_policy
+from compiler.policy.summaries import gather
+from compiler.policy.team_facts import BUDGETED
 
 IDLE_CLASS = define(
     "OPS005", "Every GPU class with capacity outside serving pools is budgeted by some team on its cluster, "
@@ -47,7 +49,7 @@ RULES: tuple[Rule, ...] = (IDLE_CLASS, BACKSTOP, RWX_CACHE)
 @per_policy  # the rule and REPORT.md's runtime section (callers only read it)
 def idle_classes(policy: Policy) -> dict[str, dict[str, int]]:
     """cluster -> class -> units Kueue could admit but no team budgets (OPS005)."""
-    budgeted = {(b.cluster, b.class_) for t in policy.teams for b in t.model.spec.budgets}
+    budgeted = gather(policy, BUDGETED)  # kept a block of teams at a time
     out: dict[str, dict[str, int]] = {}
     for cluster in sorted(policy.clusters):
         for cid, cls in sorted(policy.classes.get(cluster, {}).items()):
