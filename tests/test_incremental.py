@@ -266,6 +266,33 @@ def test_check_compares_only_what_changed_since_the_build(tmp_path: Path, crds_d
         assert cached[:2] == uncached[:2] and cached[0] == 1 and cached[1], (i, cached, uncached)
 
 
+def test_check_without_the_build_s_record_reads_no_file_of_an_unchanged_tree(
+        tmp_path: Path, crds_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When ``check`` cannot compare with the build that wrote an unchanged tree (its record gone,
+    or a new compiler sharing no unit with it), every file is compared by digest, and the digests
+    come from the state the build recorded: a stat per file, no file of ``out/`` read."""
+    import compiler.cache.tree_state as tree_state
+    import compiler.cli.out_tree as out_tree
+    from compiler.cli.main import main
+
+    root = copy_demo(tmp_path)
+    monkeypatch.setenv("GPUPOLICY_CRDS", str(crds_dir))
+    monkeypatch.setenv("GPUPOLICY_NO_FORK", "1")  # the scan in this process, to see what it reads
+    assert main(["build", "--root", str(root)]) == 0
+    mutate(root, "teams/vision.yaml", "guaranteed: 8", "guaranteed: 4")
+    read: list[str] = []
+    real_open = open
+
+    def counted(path: Any, *args: Any, **kwargs: Any) -> Any:
+        read.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(out_tree, "_since", lambda *a: None)  # the build's run cannot be compared
+    monkeypatch.setattr(tree_state, "open", counted, raising=False)
+    assert main(["check", "--root", str(root)]) == 1
+    assert not [p for p in read if "/out/" in p], read[:5]
+
+
 def test_store_survives_corrupt_entries(tmp_path: Path) -> None:
     store = Store(tmp_path)
     store.put("unit", "k", {"a": [1, (2, 3)]}, compress=True)

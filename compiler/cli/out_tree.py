@@ -107,8 +107,12 @@ class TreeScan:
         return self._answer
 
     def result(self) -> dict[str, str]:
+        """Every file's digest. After a summary (the tree is a build's output, unchanged since
+        the state was recorded) whose build ``stale`` cannot compare with (its record is gone, or
+        a new compiler shares no unit with it), from that state: a stat per file, none read (at
+        5,000 teams ~2 s instead of ~7 s of reading 416,000 files)."""
         got = self._joined()
-        return got if isinstance(got, dict) else scan_tree(self.out_dir, None)[0]
+        return got if isinstance(got, dict) else scan_tree(self.out_dir, _known(self.out_dir, self.store))[0]
 
     def summary(self) -> dict[str, str] | tuple[str, Any]:
         return self._joined()
