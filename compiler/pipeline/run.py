@@ -1,27 +1,22 @@
 """The one pipeline: load → validate → lower → verify → emit → report, consulting a store.
 
-Every command runs this one sequence (``compile_policies``; the stages themselves, in order, are
-``compiler.pipeline.stages.compile_run``). The store decides only where each
-unit's result comes from: ``compiler.cache.store.Store`` (the on-disk cache of ``check`` and
-``build``, ``validate``, ``diff``, ``explain``, ``report``, ``nodes``) returns what an earlier run
-computed from the same inputs; ``NullStore`` (``--no-cache``, tests, benchmarks) holds nothing, so
-every unit is computed. The result is the same either way (tests/test_incremental.py).
+Every command runs this one sequence (``compile_policies``; the stages, in order, are
+``compiler.pipeline.stages.compile_run``). The store decides only where each unit's result comes
+from: ``compiler.cache.store.Store`` (the on-disk cache of the compile commands) returns what an
+earlier run computed from the same inputs; ``NullStore`` (``--no-cache``, tests, benchmarks) holds
+nothing, so every unit is computed. The result is the same either way (tests/test_incremental.py).
 
 Units, by the scope of what they read:
 
 - *file*: one policy file's parse (load), keyed by its bytes;
-- *fleet*: the cluster passes' objects (lower), verified one object at a time through a table
-  keyed by each object's content; the Cohorts but the spare quota's holder are kept a cluster at
-  a time by the fleet and the departments that get one (``compiler.pipeline.cohorts``);
+- *fleet*: the cluster passes' objects (lower), verified one at a time through a table keyed by
+  content; the Cohorts (but the spare quota's holder) kept a cluster at a time (``pipeline.cohorts``);
 - *team*: everything the team passes produce for one team on every cluster, rendered and
   verified, keyed by the fleet's and that team's bytes (team passes read no other team:
   ``compiler.lower``), with an outline of its Kueue objects for ``diff`` (``stored_unit``); the
   records of consecutive units are also kept merged, a block at a time (``compiler.pipeline.blocks``);
-- *summary*: facts of one team that the whole-policy passes and rules fold over every team
-  (``compiler.policy.summaries``: the cohort forest's departments, what department caps bound,
-  what cohorts can lend, namespace claims), kept a block of teams at a time
-  (``compiler.pipeline.summaries``); the rules use them to prove they have nothing to say, else
-  run over the whole policy;
+- *summary*: a fact of one team that whole-policy passes and rules fold over every team
+  (``compiler.policy.team_facts``), kept a block of teams at a time (``pipeline.summaries``);
 - *policy*: the semantic rules, and REPORT.md with allocation.json, computed in two more
   processes while this one lowers (``compiler.cache.forked``; their texts that list teams are kept
   by those teams' units: ``StoredFragments``); the rules' errors stop the build
@@ -29,11 +24,10 @@ Units, by the scope of what they read:
   commands that stop after validate (``explain``, ``report``, ``nodes``) read them instead of
   running the rules. The team-scope rules' findings are kept per team unit (``rules``): they
   read the fleet and their team only (``tests/test_rule_scopes.py``);
-- *output*: ArgoCD objects, GITOPS006, CODEOWNERS and the bootstrap report, which read the merged
-  inventories of all units (``compiler.model.inventory``), never the units' objects; CODEOWNERS
-  reads each unit's part of it (kind ``owners``) and its sections a block of teams at a time
-  (``compiler.pipeline.owners``), with a store while
-  this process would wait for the rules (``Run.meanwhile``), without one in a child of its own;
+- *output*: ArgoCD objects, GITOPS006, CODEOWNERS and the bootstrap report, from the merged
+  inventories of all units (``compiler.model.inventory``); CODEOWNERS reads each unit's part
+  (kind ``owners``) and its sections a block of teams at a time (``compiler.pipeline.owners``),
+  while this process would wait for the rules (``Run.meanwhile``), or without a store in a child;
 - *run*: the whole result, keyed by every input: an unchanged tree compiles nothing. The digests
   of every ``out/`` file are the last run's, patched with the units that came and went
   (``Run.out_digests``). A run that renders digests (``build``) drops the entries it did not use
