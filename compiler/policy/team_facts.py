@@ -29,23 +29,27 @@ CONFLICT = ("", "")  # a CLAIMS key no cluster has (names are DNS labels): some 
 
 
 def entries(policy: Policy, team: Team) -> list[TeamAllocation]:
-    """The team file's allocation entries, resolved as ``build_allocation`` resolves them (not
-    read from the allocation's index by team, whose first question costs a pass over every team);
-    once per team and policy (three summaries ask)."""
+    """The team file's allocation entries, once per team and policy (three summaries ask). Folded
+    over every team (no store), from the allocation's index by team: one pass shared by all; a
+    few blocks' teams (a store), resolved as ``build_allocation`` resolves them, without that
+    index's pass over every team. ``tests/test_team_facts.py`` holds the two equal."""
     memo: dict[str, list[TeamAllocation]] | None = policy.__dict__.get("_team_entries")
     if memo is None:
         memo = {}
         object.__setattr__(policy, "_team_entries", memo)  # Policy is a frozen dataclass
     found = memo.get(team.path)
     if found is None:
-        spec = policy.fleet.spec
-
-        def resolved(field: Field, b: Budget, dept: str) -> Resolved:
-            return resolve(field, b, dept, policy.departments, spec.defaults.budget)
-
         m = team.model
-        found = memo[team.path] = list(team_entries(m.metadata.name, m.spec.department, team.path,
-                                                    m.spec.budgets, resolved))
+        if policy.summaries is None:
+            found = [e for e in policy.allocation.for_team(m.metadata.name) if e.source == team.path]
+        else:
+            spec = policy.fleet.spec
+
+            def resolved(field: Field, b: Budget, dept: str) -> Resolved:
+                return resolve(field, b, dept, policy.departments, spec.defaults.budget)
+
+            found = list(team_entries(m.metadata.name, m.spec.department, team.path, m.spec.budgets, resolved))
+        memo[team.path] = found
     return found
 
 
