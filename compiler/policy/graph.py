@@ -22,6 +22,11 @@ if TYPE_CHECKING:
     from compiler.policy.summaries import Blocks
 
 
+# The namespaces every cluster has before anything syncs (kube-apiserver creates them): no team
+# may claim one (FLEET004), and OPS004 counts them as existing.
+BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+
+
 def serving_namespace(team: str, declared: str | None) -> str:
     """Where a team's serving deployments live: declared, else ``<team>-serving``."""
     return declared or f"{team}-serving"

@@ -4,10 +4,11 @@ should cost what the team costs, not what the organisation does).
 A ``Summary`` is a fact of one team that reads the fleet and that team alone (``of_team``), and
 an associative, commutative way to fold such facts together (``fold``): a set of tuples, sums
 or maxima by key. ``gather(policy, summary)`` is the fold over every team. A run with a store
-hands the policy its teams' blocks (``Policy.summaries``: the blocks of the team units,
-``compiler.pipeline.blocks``), and each block's fold is kept under the block's key, which the
-fleet's and the block's team files' bytes decide (``compiler.pipeline.summaries``); so after a
-one-team edit one block is folded again and the others are read, a few dozen entries at any size.
+hands the policy its teams' blocks (``Policy.summaries``: the team units' blocks,
+``compiler.pipeline.units.unit_blocks``), and each block's fold is kept under the block's key,
+which the fleet's and the block's team files' bytes decide (``compiler.pipeline.summaries``); so
+after a one-team edit one block is folded again and the others are read, a few dozen entries at
+any size.
 Without a store (``--no-cache``, tests) the fold runs over the teams: the same value.
 
 The rules that read a summary use it to prove they have nothing to say (a cap no department
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Protocol, TypeVar
+
+from compiler.policy.memo import per_policy
 
 if TYPE_CHECKING:
     from compiler.policy.graph import Policy, Team
@@ -63,15 +66,11 @@ class Blocks(Protocol):
     def gather(self, policy: Policy, s: Summary[T]) -> T: ...
 
 
+@per_policy
 def gather(policy: Policy, s: Summary[T]) -> T:
     """``s`` folded over every team of ``policy``: from the kept blocks when the run has them.
     Asked once per policy (the caller must not mutate the value)."""
-    slot = f"_summary_{s.name}"
-    value: T | None = policy.__dict__.get(slot)
-    if value is None:
-        value = s.over(policy, policy.teams) if policy.summaries is None else policy.summaries.gather(policy, s)
-        object.__setattr__(policy, slot, value)  # Policy is a frozen dataclass
-    return value
+    return s.over(policy, policy.teams) if policy.summaries is None else policy.summaries.gather(policy, s)
 
 
 # -- folds ---------------------------------------------------------------------------------------

@@ -21,10 +21,10 @@ from typing import Any
 
 from compiler.model.team import Budget
 from compiler.policy.allocation import Field, Resolved, TeamAllocation, resolve, team_entries
-from compiler.policy.graph import Policy, Team, serving_namespace
+from compiler.policy.graph import BUILTIN_NAMESPACES, Policy, Team, serving_namespace
+from compiler.policy.memo import per_policy
 from compiler.policy.summaries import gather, maxima, summary, sums, union
 
-BUILTIN_SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "default"})
 CONFLICT = ("", "")  # a CLAIMS key no cluster has (names are DNS labels): some claim needs a finding
 
 
@@ -73,13 +73,9 @@ def ancestors(policy: Policy, dept: str) -> list[str]:
     return out
 
 
+@per_policy
 def _caps(policy: Policy) -> frozenset[tuple[str, str, str]]:
-    slot = "_capped_keys"
-    caps: frozenset[tuple[str, str, str]] | None = policy.__dict__.get(slot)
-    if caps is None:
-        caps = frozenset((d.name, cap.cluster, cap.class_) for d in policy.fleet.spec.departments for cap in d.caps)
-        object.__setattr__(policy, slot, caps)
-    return caps
+    return frozenset((d.name, cap.cluster, cap.class_) for d in policy.fleet.spec.departments for cap in d.caps)
 
 
 def _capped(policy: Policy, team: Team) -> dict[tuple[str, str, str], int]:
@@ -120,7 +116,7 @@ def _claims(policy: Policy, team: Team) -> dict[tuple[str, str], tuple[str, str]
     out: dict[tuple[str, str], tuple[str, str]] = {}
 
     def claim(cluster: str, ns: str, purpose: str) -> None:
-        if ns in BUILTIN_SYSTEM_NAMESPACES or ns in clusters[cluster].system_namespaces:
+        if ns in BUILTIN_NAMESPACES or ns in clusters[cluster].system_namespaces:
             out[CONFLICT] = (name, purpose)
         elif out.setdefault((cluster, ns), (name, purpose)) != (name, purpose):
             out[CONFLICT] = (name, purpose)
@@ -153,14 +149,10 @@ WORST_BORROW = summary("worst-borrow", _worst_borrow, maxima, dict)
 CLAIMS = summary("claims", _claims, _claimed, dict)
 
 
+@per_policy
 def team_departments(policy: Policy) -> dict[str, frozenset[str]]:
     """cluster -> the departments of the teams with a budget on it."""
-    slot = "_team_departments"
-    value: dict[str, frozenset[str]] | None = policy.__dict__.get(slot)
-    if value is None:
-        out: dict[str, set[str]] = {}
-        for cluster, dept in gather(policy, DEPARTMENTS):
-            out.setdefault(cluster, set()).add(dept)
-        value = {c: frozenset(ds) for c, ds in out.items()}
-        object.__setattr__(policy, slot, value)
-    return value
+    out: dict[str, set[str]] = {}
+    for cluster, dept in gather(policy, DEPARTMENTS):
+        out.setdefault(cluster, set()).add(dept)
+    return {c: frozenset(ds) for c, ds in out.items()}

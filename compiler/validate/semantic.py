@@ -14,7 +14,7 @@ from typing import Iterator
 from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define, did_you_mean, per_team
 from compiler.load.source import SourceFile, YamlPath
 from compiler.policy.cuts import cut_mode
-from compiler.policy.graph import Policy, Team, serving_namespace
+from compiler.policy.graph import BUILTIN_NAMESPACES, Policy, Team, serving_namespace
 from compiler.policy.multikueue_topology import is_manager
 from compiler.policy.priorities import tiers_by_name
 from compiler.policy.summaries import gather
@@ -326,8 +326,7 @@ def check_namespace_claims(policy: Policy) -> Iterator[Diagnostic]:
     if CONFLICT not in gather(policy, CLAIMS):  # the teams' kept claims: each namespace once, none a system one
         return
     clusters = policy.clusters
-    system: dict[str, set[str]] = {c.name: set(c.system_namespaces) | {"kube-system", "kube-public",
-                                                                    "kube-node-lease", "default"}
+    system: dict[str, set[str]] = {c.name: set(c.system_namespaces) | BUILTIN_NAMESPACES
                                    for c in policy.fleet.spec.clusters}
     owners: dict[tuple[str, str], Claim] = {}  # (cluster, ns) -> (team, purpose, file, where)
     for team in policy.teams:

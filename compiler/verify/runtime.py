@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 from compiler.model.inventory import FileRow, Inventory
 from compiler.model.manifest import Manifest
 from compiler.model.targets import COMPONENT_WAVES, DEFAULT_WAVE
-from compiler.policy.graph import Policy
+from compiler.policy.graph import BUILTIN_NAMESPACES, Policy
 from compiler.policy.labels import LABEL_POOL
 from compiler.policy.node_agents import (
     CHART_DEFAULT_TOLERATIONS,
@@ -42,8 +42,6 @@ COMPONENT_LABEL = "gpupolicy.dev/component"
 CLUSTER_LABEL = "gpupolicy.dev/cluster"
 GPU_OPERATOR_APP = "gpu-operator-chart"
 DRA_DRIVER_APP = "dra-driver-chart"
-# Namespaces every cluster has before anything syncs (kube-apiserver creates them).
-BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
 DCGM_EXPORTER = "dcgm-exporter"
 # gpu-operator v26.7.0 assets/state-dcgm-exporter/0100_service_account.yaml, created in the operator's
