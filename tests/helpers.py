@@ -11,7 +11,7 @@ from compiler.diagnostics import Diagnostic, Scope
 from compiler.load.source import load_policy_dir
 from compiler.pipeline.options import Options
 from compiler.pipeline.run import Result, compile_policies
-from compiler.policy.graph import Policy
+from compiler.policy.graph import Policy, Team
 from compiler.rules import get
 from compiler.validate import build_policy
 
@@ -21,6 +21,16 @@ def policy_at(root: Path) -> tuple[Policy | None, list[Diagnostic]]:
     sources, diags = load_policy_dir(root / "policies", root)
     policy, more = build_policy(sources)
     return policy, diags + more
+
+
+def team_alone(root: Path, team: Team, dest: Path) -> tuple[Policy | None, Team | None]:
+    """The policy of ``root``'s fleet and ``team``'s file alone (copied under ``dest``), and that
+    team in it: what a check or fact that reads the fleet and one team must agree with."""
+    shutil.copytree(root / "policies", dest / "policies",
+                    ignore=lambda d, names: [n for n in names if Path(d).name == "teams" and
+                                             f"policies/teams/{n}" != team.path])
+    single, _ = policy_at(dest)
+    return single, None if single is None else single.team(team.name)
 
 
 def compile_dir(root: Path, *, verify: bool = False, strict: bool = False) -> Result:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from helpers import policy_at
+from helpers import policy_at, team_alone
 
 from compiler.diagnostics import Diagnostic, Scope
 from compiler.policy.graph import Policy, Team
@@ -55,15 +55,9 @@ def test_team_scope_checks_read_the_fleet_and_their_team_only(case: str, tmp_pat
     assert policy is not None
     compared = 0
     for team in policy.teams:
-        alone = tmp_path / f"alone-{team.name}"
-        shutil.copytree(root / "policies", alone / "policies",
-                        ignore=lambda d, names: [n for n in names if Path(d).name == "teams" and
-                                                 f"policies/teams/{n}" != team.path])
-        single, _ = policy_at(alone)
-        if single is None or single.team(team.name) is None:
+        single, mine = team_alone(root, team, tmp_path / f"alone-{team.name}")
+        if single is None or mine is None:
             continue  # a team that cannot stand alone (none of the cases has one, asserted below)
-        mine = single.team(team.name)
-        assert mine is not None
         assert _team_findings(single, mine) == _team_findings(policy, team), team.name
         compared += 1
     assert compared == len(policy.teams)

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 from conftest import REPO
-from helpers import copy_demo, mutate, policy_at
+from helpers import copy_demo, mutate, policy_at, team_alone
 
 from compiler.cache.store import Store, content_digest
 from compiler.diagnostics import Diagnostic
@@ -161,14 +161,8 @@ def test_a_summary_reads_the_fleet_and_its_team_only(tmp_path: Path) -> None:
         policy, _ = policy_at(root)
         assert policy is not None
         for team in policy.teams:
-            alone = tmp_path / f"alone-{root.name}-{team.name}"
-            shutil.copytree(root / "policies", alone / "policies",
-                            ignore=lambda d, names: [n for n in names if Path(d).name == "teams" and
-                                                     f"policies/teams/{n}" != team.path])
-            single, _ = policy_at(alone)
-            assert single is not None
-            mine = single.team(team.name)
-            assert mine is not None
+            single, mine = team_alone(root, team, tmp_path / f"alone-{root.name}-{team.name}")
+            assert single is not None and mine is not None
             for s in SUMMARIES.values():
                 assert s.of_team(single, mine) == s.of_team(policy, team), (team.name, s.name)
 
