@@ -283,3 +283,93 @@ def test_check_and_build_through_the_shared_scan(demo_repo: Path, monkeypatch: p
     done = run("check")
     assert done.returncode == 1 and str(target.relative_to(demo_repo)) in done.stderr
     assert run("build").returncode == 0 and run("check").returncode == 0
+
+
+def _parts(st: Any, key: str) -> dict[str, str]:
+    index = st.get("outstate", key)
+    assert isinstance(index, dict)
+    parts: dict[str, str] = index["parts"]
+    return parts
+
+
+def test_the_state_is_kept_a_top_directory_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorded state is an index and one entry per top directory (``_Parts``): a process
+    that scans some subtrees reads their parts and no other; a part as recorded is not written
+    again and a part no longer named is discarded; a part gone from the store only costs reading
+    its files again, never a wrong digest."""
+    from compiler.cache.store import Store
+    from compiler.cache.tree_state import scan_share, top_dirs
+    from compiler.cli import out_tree
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    out, st = tmp_path / "out", Store(tmp_path)
+    write_tree(out, {**FILES, "d/v.yaml": b"6\n"})
+    key = out_tree._state_key(out)
+    out_tree._put_state(st, key, _settled(scan_tree(out, None)[1]))
+    parts = _parts(st, key)
+    assert sorted(parts) == ["", "a", "b", "d"] and st.keys("outpart") == set(parts.values())
+
+    read: list[str] = []
+    get = Store.get
+
+    def reading(self: Store, kind: str, k: str) -> Any:
+        if kind == "outpart":
+            read.append(k)
+        return get(self, kind, k)
+
+    monkeypatch.setattr(Store, "get", reading)
+    known = out_tree._known(out, st)
+    tops = top_dirs(out)
+    given = [tops.index("b")]
+    share, _ = scan_share(out, known, tops, lambda: given.pop() if given else None, with_root=False)
+    assert share[1] and sorted(share[2]) == ["b/", "b/c/"] and read == [parts["b"]]  # b's part alone
+    monkeypatch.setattr(Store, "get", get)
+
+    written: list[str] = []
+    put = Store.put
+
+    def writing(self: Store, kind: str, k: str, v: Any, **kw: Any) -> None:
+        written.append(kind)
+        put(self, kind, k, v, **kw)
+
+    monkeypatch.setattr(Store, "put", writing)
+    (out / "a/x.yaml").write_bytes(b"changed\n")
+    time.sleep(0.01)
+    digests, state = scan_tree(out, out_tree._known(out, st))
+    assert digests == _truth(out) and state is not None
+    out_tree._put_state(st, key, _settled(state))
+    assert sorted(written) == ["outpart", "outstate"]  # a's part alone, and the index
+    now = _parts(st, key)
+    assert now["b"] == parts["b"] and now["a"] != parts["a"] and st.keys("outpart") == set(now.values())
+
+    st.discard("outpart", now["b"])  # gone: b's files are read again, the digests stay true
+    assert scan_tree(out, out_tree._known(out, st))[0] == _truth(out)
+
+
+def test_a_summary_needs_no_digest_when_every_share_is_as_recorded(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_as_written``: a tree a build recorded as its output, found as recorded by every share,
+    is answered as the build's output; a share that found a change, moved, or a directory the
+    shares did not cover gives no answer (the digests are compared)."""
+    from compiler.cache.store import Store
+    from compiler.cli import out_tree
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    out, st = tmp_path / "out", Store(tmp_path)
+    write_tree(out, FILES)
+    key = out_tree._state_key(out)
+    state = _settled(scan_tree(out, None)[1])
+    out_tree._put_state(st, key, state)
+    st.put("written", key, ("run", 5))
+    known = out_tree._known(out, st)
+    every = list(state["dirs"])
+    assert out_tree._as_written(out, st, True, known, [(True, False, every)]) == ("written", ("run", 5))
+    assert out_tree._as_written(out, st, True, known, [(True, False, every[:1]), (True, False, every[1:])]) \
+        == ("written", ("run", 5))
+    assert out_tree._as_written(out, st, False, known, [(True, False, every)]) is None  # digests asked
+    assert out_tree._as_written(out, st, True, known, [(False, False, every)]) is None
+    assert out_tree._as_written(out, st, True, known, [(True, True, every)]) is None
+    assert out_tree._as_written(out, st, True, known, [(True, False, every[1:])]) is None
+    assert out_tree._as_written(out, st, True, None, [(True, False, every)]) is None
+    st.discard("written", key)
+    assert out_tree._as_written(out, st, True, known, [(True, False, every)]) is None
