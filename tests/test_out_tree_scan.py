@@ -297,7 +297,7 @@ def test_the_state_is_kept_a_top_directory_at_a_time(tmp_path: Path, monkeypatch
     that scans some subtrees reads their parts and no other; a part as recorded is not written
     again and a part no longer named is discarded; a part gone from the store only costs reading
     its files again, never a wrong digest."""
-    from compiler.cache.store import Store
+    from compiler.cache.store import Store, digest
     from compiler.cache.tree_state import scan_share, top_dirs
     from compiler.cli import out_tree
 
@@ -305,7 +305,10 @@ def test_the_state_is_kept_a_top_directory_at_a_time(tmp_path: Path, monkeypatch
     out, st = tmp_path / "out", Store(tmp_path)
     write_tree(out, {**FILES, "d/v.yaml": b"6\n"})
     key = out_tree._state_key(out)
-    out_tree._put_state(st, key, _settled(scan_tree(out, None)[1]))
+    legacy = digest("outstate", str(store.STATE_FORMAT), str(out.resolve()))  # the whole state, as kept before
+    st.put("outstate", legacy, {"format": store.STATE_FORMAT, "at": 0, "dirs": {}})
+    out_tree._put_state(st, out, _settled(scan_tree(out, None)[1]))
+    assert legacy != key and st.get("outstate", legacy) is None
     parts = _parts(st, key)
     assert sorted(parts) == ["", "a", "b", "d"] and st.keys("outpart") == set(parts.values())
 
@@ -337,7 +340,7 @@ def test_the_state_is_kept_a_top_directory_at_a_time(tmp_path: Path, monkeypatch
     time.sleep(0.01)
     digests, state = scan_tree(out, out_tree._known(out, st))
     assert digests == _truth(out) and state is not None
-    out_tree._put_state(st, key, _settled(state))
+    out_tree._put_state(st, out, _settled(state))
     assert sorted(written) == ["outpart", "outstate"]  # a's part alone, and the index
     now = _parts(st, key)
     assert now["b"] == parts["b"] and now["a"] != parts["a"] and st.keys("outpart") == set(now.values())
@@ -359,7 +362,7 @@ def test_a_summary_needs_no_digest_when_every_share_is_as_recorded(tmp_path: Pat
     write_tree(out, FILES)
     key = out_tree._state_key(out)
     state = _settled(scan_tree(out, None)[1])
-    out_tree._put_state(st, key, state)
+    out_tree._put_state(st, out, state)
     st.put("written", key, ("run", 5))
     known = out_tree._known(out, st)
     every = list(state["dirs"])

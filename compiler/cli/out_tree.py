@@ -82,10 +82,11 @@ def _known(out_dir: Path, store: Store | None) -> dict[str, Any] | None:
     return {"format": STATE_FORMAT, "at": index["at"], "dirs": _Parts(store, index["parts"], index["dirs"])}
 
 
-def _put_state(store: Store, key: str, state: dict[str, Any]) -> None:
+def _put_state(store: Store, out_dir: Path, state: dict[str, Any]) -> None:
     """Keep ``state`` as ``_Parts`` reads it: an index (kind ``outstate``) naming one entry per top
     directory (kind ``outpart``, keyed by its content: a part as recorded is not written again),
     and the parts the previous index named and this one does not, discarded."""
+    key = _state_key(out_dir)
     parts: dict[str, dict[str, DirState]] = {}
     for prefix, d in sorted(state["dirs"].items()):  # walks record directories in different orders
         parts.setdefault(_top(prefix), {})[prefix] = d
@@ -98,6 +99,8 @@ def _put_state(store: Store, key: str, state: dict[str, Any]) -> None:
     if isinstance(before, dict) and isinstance(before.get("parts"), dict):
         for old in set(before["parts"].values()) - set(keys.values()):
             store.discard("outpart", old)
+    else:  # the first state kept in parts: the whole one gpupolicy kept before (56 MB at 5,000 teams) goes
+        store.discard("outstate", digest("outstate", str(STATE_FORMAT), str(out_dir.resolve())))
 
 
 def _as_written(out_dir: Path, store: Store | None, summary: bool, known: dict[str, Any] | None,
@@ -127,7 +130,7 @@ def _finish(out_dir: Path, store: Store | None, summary: bool, known: dict[str, 
     wrote)``, without its 82,000 digests (``stale``)."""
     key = _state_key(out_dir)
     if store is not None and state is not None:
-        _put_state(store, key, state)
+        _put_state(store, out_dir, state)
         store.discard("written", key)  # the tree is no longer known to be a build's output
     elif summary and store is not None and known is not None:
         written = store.get("written", key)
@@ -293,7 +296,7 @@ def write(scan: TreeScan, root: Path, out: Result, store: Store | None) -> bool:
         exact = current == out.out_digests  # as scanned, already this run's output
         if changed:
             state, exact = record_tree(out_dir, out.out_digests)
-            _put_state(store, key, state)
+            _put_state(store, out_dir, state)
         if not exact:
             store.discard("written", key)
         elif changed or store.get("written", key) != tag:
