@@ -301,7 +301,6 @@ def test_the_state_is_kept_a_top_directory_at_a_time(tmp_path: Path, monkeypatch
     from compiler.cache.tree_state import scan_share, top_dirs
     from compiler.cli import out_tree
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     out, st = tmp_path / "out", Store(tmp_path)
     write_tree(out, {**FILES, "d/v.yaml": b"6\n"})
     key = out_tree._state_key(out)
@@ -349,15 +348,13 @@ def test_the_state_is_kept_a_top_directory_at_a_time(tmp_path: Path, monkeypatch
     assert scan_tree(out, out_tree._known(out, st))[0] == _truth(out)
 
 
-def test_a_summary_needs_no_digest_when_every_share_is_as_recorded(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_summary_needs_no_digest_when_every_share_is_as_recorded(tmp_path: Path) -> None:
     """``_as_written``: a tree a build recorded as its output, found as recorded by every share,
     is answered as the build's output; a share that found a change, moved, or a directory the
     shares did not cover gives no answer (the digests are compared)."""
     from compiler.cache.store import Store
     from compiler.cli import out_tree
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     out, st = tmp_path / "out", Store(tmp_path)
     write_tree(out, FILES)
     key = out_tree._state_key(out)
