@@ -76,8 +76,10 @@ class _Parts(Mapping[str, DirState]):
 
 
 def _known(out_dir: Path, store: Store | None) -> dict[str, Any] | None:
-    index = store.get("outstate", _state_key(out_dir)) if store is not None else None
-    if store is None or not isinstance(index, dict) or index.get("format") != STATE_FORMAT:
+    if store is None:
+        return None
+    index = store.get("outstate", _state_key(out_dir))
+    if not isinstance(index, dict) or index.get("format") != STATE_FORMAT:
         return None
     return {"format": STATE_FORMAT, "at": index["at"], "dirs": _Parts(store, index["parts"], index["dirs"])}
 
@@ -104,7 +106,7 @@ def _put_state(store: Store, out_dir: Path, state: dict[str, Any]) -> None:
 
 
 def _as_written(out_dir: Path, store: Store | None, summary: bool, known: dict[str, Any] | None,
-                shares: list[tuple[bool, bool, Iterator[str] | list[str]]]) -> tuple[str, Any] | None:
+                shares: list[tuple[bool, bool, list[str]]]) -> tuple[str, Any] | None:
     """``("written", what the build wrote)`` when a summary is asked and every share (as recorded,
     not moved, the paths of its directories) found the tree as the state recorded it, which a
     build recorded as its output; else None. Neither the digests of 416,000 files nor the parts of

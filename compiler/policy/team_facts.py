@@ -33,6 +33,8 @@ def entries(policy: Policy, team: Team) -> list[TeamAllocation]:
     over every team (no store), from the allocation's index by team: one pass shared by all; a
     few blocks' teams (a store), resolved as ``build_allocation`` resolves them, without that
     index's pass over every team. ``tests/test_team_facts.py`` holds the two equal."""
+    # by the team's path on the policy, as ``per_policy`` keeps its memos: it keys on its
+    # arguments, and a Team (its pydantic model) is not hashable
     memo: dict[str, list[TeamAllocation]] | None = policy.__dict__.get("_team_entries")
     if memo is None:
         memo = {}
