@@ -236,7 +236,8 @@ def test_why_each_flavor_was_passed_over() -> None:
     checkFlavorForPodSets) and one whose node labels contradict the job's node selector; a request
     above the maximum capacity is NoFit, one above the unused quota (but within the nominal) asks
     the oracle (no candidates here: withinClusterQueue Never) and tries on; a fitting flavor adds
-    no reason. The first reason is what ``simulate`` reports when no quota explains a wait."""
+    no reason. The first reason is what ``simulate`` reports when no quota explains a wait: in
+    Kueue's words and quantities (fitsResourceQuota's messages), never the simulator's thousandths."""
     main = cq("q", {"ghost": {CPU: quota("4")}, "one": {CPU: quota("4")}, "two": {CPU: quota("1")},
                     "three": {CPU: quota("4")}, "four": {CPU: quota("4")}})
     cl = Cluster.of(setup([main], flavors={"one": {"type": "one"}}))
@@ -247,7 +248,21 @@ def test_why_each_flavor_was_passed_over() -> None:
     assert a.reasons == [
         "flavor ghost not found",
         "flavor one doesn't match the job's node selector",
-        f"cpu in flavor two: request {milli('2')} > maximum capacity {milli('1')}",
-        f"cpu in flavor three: {milli('1')} more needed than unused quota {milli('1')}",
+        "insufficient quota for cpu in flavor two, request (2) > maximum capacity (1)",
+        "insufficient unused quota for cpu in flavor three, 1 more needed",
     ]
     assert a.modes == {CPU: FIT}
+
+
+def test_reasons_give_quantities_as_kueue_writes_them() -> None:
+    """A fraction of a unit is written as a quantity (0.5), not in the simulator's thousandths
+    (500): the reasons reach ``simulate``'s report and are read back by ``audit``'s parser of
+    Kueue's own messages (compiler.tools.audit.waits)."""
+    main = cq("q", {"one": {CPU: quota("1")}, "two": {CPU: quota("2")}})
+    cl = Cluster.of(setup([main]))
+    admitted(cl, "x", "q", cpu("1.5", "two"))
+    a = assign(cl, wl("in", "q", {CPU: "1.5"}))
+    assert a.reasons[:2] == [
+        "insufficient quota for cpu in flavor one, request (1.5) > maximum capacity (1)",
+        "insufficient unused quota for cpu in flavor two, 1 more needed",
+    ]

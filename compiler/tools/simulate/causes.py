@@ -10,15 +10,13 @@ of their queue wait "behind" the team's earlier or higher-priority jobs.
 from __future__ import annotations
 
 from compiler.tools.simulate.cluster import Cluster, Workload
-from compiler.tools.simulate.objects import FR, SCALE
+from compiler.tools.simulate.objects import FR, shown
 from compiler.tools.simulate.quota import VERSION, Node, borrowing, cq_available, potential_available
 
 BEHIND = "queued behind {team}'s earlier or higher-priority jobs"
 
 
-def n(v: int) -> str:
-    return f"{v // SCALE}" if v % SCALE == 0 else f"{v / SCALE:g}"
-
+n = shown
 
 _SEEN: dict[tuple[Node, FR, str], str] = {}
 _SEEN_AT = [-1]

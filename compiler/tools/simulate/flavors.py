@@ -24,7 +24,7 @@ from typing import Callable
 
 from compiler.tools.simulate.bounds import no_targets
 from compiler.tools.simulate.cluster import Cluster, Workload
-from compiler.tools.simulate.objects import FR, ResourceGroup
+from compiler.tools.simulate.objects import FR, ResourceGroup, shown
 from compiler.tools.simulate.preemption import Target, get_targets
 from compiler.tools.simulate.quota import cq_available, lowest_subtree_that_fits, potential_available
 
@@ -107,6 +107,11 @@ def _simulate_preemption(cl: Cluster, wl: Workload, fr: FR, val: int, out: Assig
 Oracle = Callable[[Cluster, Workload, FR, int, "Assignment"], tuple[int, int]]
 
 
+def _exceeds(fr: FR, val: int, max_cap: int) -> str:
+    """fitsResourceQuota's NoFit reason, for the one pod set a simulated workload has."""
+    return f"insufficient quota for {fr[1]} in flavor {fr[0]}, request ({shown(val)}) > maximum capacity ({shown(max_cap)})"
+
+
 def _fits_quota(cl: Cluster, wl: Workload, fr: FR, val: int, out: Assignment,
                 oracle: Oracle | None = None) -> tuple[int, int, str]:
     node = cl.node(wl.cq)
@@ -114,11 +119,11 @@ def _fits_quota(cl: Cluster, wl: Workload, fr: FR, val: int, out: Assignment,
     avail = cq_available(node, fr)
     max_cap = potential_available(node, fr)
     if val > max_cap:
-        return NO_FIT, 0, f"{fr[1]} in flavor {fr[0]}: request {val} > maximum capacity {max_cap}"
+        return NO_FIT, 0, _exceeds(fr, val, max_cap)
     borrow, may_reclaim = lowest_subtree_that_fits(node, fr, val)
     if val <= avail:
         return FIT, borrow, ""
-    why = f"{fr[1]} in flavor {fr[0]}: {val - avail} more needed than unused quota {avail}"
+    why = f"insufficient unused quota for {fr[1]} in flavor {fr[0]}, {shown(val - avail)} more needed"
     quota = node.quotas.get(fr)
     nominal = quota.nominal if quota is not None else 0
     can_preempt_borrowing = spec.borrow_within != "Never" or (cl.fair_sharing and spec.reclaim != "Never")

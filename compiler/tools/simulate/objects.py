@@ -53,6 +53,11 @@ def milli(value: object) -> int:
     return int(ceil(q * SCALE))
 
 
+def shown(v: int) -> str:
+    """A quantity in thousandths as a person reads it (``8000`` -> ``8``, ``500`` -> ``0.5``)."""
+    return f"{v // SCALE}" if v % SCALE == 0 else f"{v / SCALE:g}"
+
+
 @dataclass(frozen=True)
 class Quota:
     nominal: int
