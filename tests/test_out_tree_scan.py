@@ -373,3 +373,32 @@ def test_a_summary_needs_no_digest_when_every_share_is_as_recorded(tmp_path: Pat
     assert out_tree._as_written(out, st, True, None, [(True, False, every)]) is None
     st.discard("written", key)
     assert out_tree._as_written(out, st, True, known, [(True, False, every)]) is None
+
+
+def test_states_of_output_directories_gone_are_forgotten(tmp_path: Path) -> None:
+    """Keeping a state drops the states of output directories that no longer exist (the repository
+    or its out/ moved): their index, parts and "written" mark; another output directory that
+    still exists keeps its own, and an index that names no directory (an earlier version's)
+    goes."""
+    from compiler.cache.store import Store
+    from compiler.cli import out_tree
+
+    st = Store(tmp_path)
+    out, other, gone = tmp_path / "out", tmp_path / "other", tmp_path / "gone"
+    for d in (out, other, gone):
+        write_tree(d, FILES)
+        out_tree._put_state(st, d, _settled(scan_tree(d, None)[1]))
+        st.put("written", out_tree._state_key(d), ("run", 1))
+    kept_parts = set(_parts(st, out_tree._state_key(other)).values())
+    gone_parts = set(_parts(st, out_tree._state_key(gone)).values())
+    nameless = "0" * 32
+    st.put("outstate", nameless, {"format": store.STATE_FORMAT, "at": 0, "parts": {}, "dirs": []})
+    for path in sorted(gone.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    gone.rmdir()
+
+    out_tree._put_state(st, out, _settled(scan_tree(out, None)[1]))
+    keys = {out_tree._state_key(d) for d in (out, other)}
+    assert st.keys("outstate") == keys and st.keys("written") == keys
+    assert kept_parts <= st.keys("outpart") and not gone_parts & st.keys("outpart")
+    assert st.keys("outpart") == {p for k in keys for p in _parts(st, k).values()}

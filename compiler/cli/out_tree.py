@@ -9,6 +9,7 @@ rather than a read; files whose stat changed, or whose mtime is too recent to tr
 from __future__ import annotations
 
 import marshal
+import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -87,7 +88,8 @@ def _known(out_dir: Path, store: Store | None) -> dict[str, Any] | None:
 def _put_state(store: Store, out_dir: Path, state: dict[str, Any]) -> None:
     """Keep ``state`` as ``_Parts`` reads it: an index (kind ``outstate``) naming one entry per top
     directory (kind ``outpart``, keyed by its content: a part as recorded is not written again),
-    and the parts the previous index named and this one does not, discarded."""
+    and the parts the previous index named and this one does not, discarded; so are the states of
+    output directories that no longer exist (``_forget_gone``)."""
     key = _state_key(out_dir)
     parts: dict[str, dict[str, DirState]] = {}
     for prefix, d in sorted(state["dirs"].items()):  # walks record directories in different orders
@@ -97,12 +99,31 @@ def _put_state(store: Store, out_dir: Path, state: dict[str, Any]) -> None:
     for top, part in parts.items():
         if not store.has("outpart", keys[top]):
             store.put("outpart", keys[top], part)
-    store.put("outstate", key, {"format": state["format"], "at": state["at"], "parts": keys, "dirs": list(state["dirs"])})
+    store.put("outstate", key, {"format": state["format"], "at": state["at"], "parts": keys,
+                                "dirs": list(state["dirs"]), "dir": str(out_dir.resolve())})
     if isinstance(before, dict) and isinstance(before.get("parts"), dict):
         for old in set(before["parts"].values()) - set(keys.values()):
             store.discard("outpart", old)
-    else:  # the first state kept in parts: the whole one gpupolicy kept before (56 MB at 5,000 teams) goes
-        store.discard("outstate", digest("outstate", str(STATE_FORMAT), str(out_dir.resolve())))
+    _forget_gone(store, key)
+
+
+def _forget_gone(store: Store, key: str) -> None:
+    """The recorded states of output directories that are gone (the repository or its ``out/``
+    moved, an ``--out`` directory deleted): each index with its parts and its "written" mark,
+    which no run would read again and the store's pruning does not weigh. Another output
+    directory that still exists keeps its state; an index that does not name its directory
+    (kept by an earlier version, or the whole state kept before parts) goes too: at worst its
+    directory's next scan reads every file once."""
+    for other in store.keys("outstate") - {key}:
+        index = store.get("outstate", other)
+        where = index.get("dir") if isinstance(index, dict) else None
+        if isinstance(where, str) and os.path.isdir(where):
+            continue
+        if isinstance(index, dict) and isinstance(index.get("parts"), dict):
+            for part in index["parts"].values():
+                store.discard("outpart", part)
+        store.discard("outstate", other)
+        store.discard("written", other)
 
 
 def _as_written(out_dir: Path, store: Store | None, summary: bool, known: dict[str, Any] | None,
