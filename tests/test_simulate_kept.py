@@ -128,19 +128,54 @@ def test_simulate_keeps_its_report_per_baselines_and_explains_from_a_replay(demo
     args = ("simulate", "--trace", t, "--cluster", "onprem", "--from-out")
     first = run_cli(*args, "--format", "json", cwd=demo_repo)
     assert first.returncode == 0, first.stderr
-    assert len(list(entries.iterdir())) == 1 and json.loads(first.stdout)["baselines"]
+    assert len(list(entries.iterdir())) == 2 and json.loads(first.stdout)["baselines"]  # the report, the outcomes
     again = run_cli(*args, "--format", "json", cwd=demo_repo)
     assert again.stdout == first.stdout
     assert "as replayed before" in again.stderr and "as replayed before" not in first.stderr
     text = run_cli(*args, cwd=demo_repo)
-    assert text.returncode == 0 and "why nlp waited" in text.stdout and len(list(entries.iterdir())) == 1
+    assert text.returncode == 0 and "why nlp waited" in text.stdout and len(list(entries.iterdir())) == 2
     bare = run_cli(*args, "--format", "json", "--no-baselines", cwd=demo_repo)
-    assert not json.loads(bare.stdout)["baselines"] and len(list(entries.iterdir())) == 2
+    assert not json.loads(bare.stdout)["baselines"] and len(list(entries.iterdir())) == 3
     files = read_out_dir(demo_repo / "out")
     assert kept.replay_key(files, "onprem", Path(t), None, 1.0, 0.0, True) != \
         kept.replay_key(files, "onprem", Path(t), None, 1.0, 0.0)
     explained = run_cli(*args, "--explain", "nlp-big", cwd=demo_repo)
     assert explained.returncode == 0 and "job nlp-big" in explained.stdout
+    replayed = run_cli(*args, "--explain", "nlp-big", "--no-cache", cwd=demo_repo)
+    assert replayed.returncode == 0 and replayed.stdout == explained.stdout and len(list(entries.iterdir())) == 3
+
+
+def test_explain_reads_a_kept_replay_and_says_what_the_replay_says(tmp_path: Path) -> None:
+    """``--explain JOB`` after a replay reads each job's outcome kept beside it (``keep_outcomes``)
+    instead of replaying: the same text and JSON for every job of the trace, a preempted one
+    included; an entry of another layout, or none, gives no track (the command replays)."""
+    from compiler.tools.simulate.cluster import Cluster
+    from compiler.tools.simulate.objects import load_setup
+    from compiler.tools.simulate.render import explain_job, explain_job_json
+    from compiler.tools.simulate.replay import replay
+    from compiler.tools.simulate.traces import Mapping as TeamMapping
+    from compiler.tools.simulate.traces import read_trace
+
+    files = _files()
+    t = Path(trace(tmp_path))
+    setup = load_setup(files, "onprem")
+    jobs, _, _ = read_trace(t, setup, TeamMapping.load(None))
+    out = replay(Cluster.of(setup), jobs)
+    assert any(tr.preempted_by for tr in out.tracks) and any(tr.never_fits for tr in out.tracks)
+    (tmp_path / "repo").mkdir()
+    store = Store(tmp_path / "repo")
+    key = kept.outcomes_key(files, "onprem", t, None, 1.0, 0.0)
+    assert key is not None and key != kept.replay_key(files, "onprem", t, None, 1.0, 0.0)
+    assert key != kept.outcomes_key(files, "onprem", t, None, 2.0, 0.0)
+    kept.keep_outcomes(store, key, out)
+    again = Store(tmp_path / "repo")  # a new process's
+    for tr in out.tracks:
+        track = kept.kept_track(again, key, tr.job)
+        assert track is not None and track.job is tr.job
+        assert explain_job(track) == explain_job(tr) and explain_job_json(track) == explain_job_json(tr)
+    assert kept.kept_track(again, None, jobs[0]) is None
+    store.put(kept.KIND, key, {jobs[0].name: ("x",)})
+    assert kept.kept_track(store, key, jobs[0]) is None
 
 
 def test_out_files_are_the_yaml_paths_rglob_gives(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from compiler.tools.simulate.compare import (
     simulate_pair_or_problems,
     store_of,
 )
-from compiler.tools.simulate.kept import kept_report, replay_key
+from compiler.tools.simulate.kept import keep_outcomes, kept_report, kept_track, outcomes_key, replay_key
 from compiler.tools.simulate.objects import ObjectsError, load_setup, read_out_dir
 from compiler.tools.simulate.render import explain_job, explain_job_json, render_json, render_markdown, render_text
 from compiler.tools.simulate.replay import Outcome, replay
@@ -118,8 +118,15 @@ def cmd_simulate(opts: Options, ns: argparse.Namespace) -> int:
             print(file=sys.stderr)
         return out
 
+    store = store_of(opts)
+    okey = outcomes_key(files, cluster, Path(ns.trace), ns.mapping, ns.load, ns.checkpoint)
     if ns.explain:
-        track = next(tr for tr in replayed().tracks if tr.job.name == ns.explain)
+        job = next(j for j in jobs if j.name == ns.explain)
+        track = kept_track(store, okey, job)
+        if track is None:
+            out = replayed()
+            keep_outcomes(store, okey, out)
+            track = next(tr for tr in out.tracks if tr.job.name == ns.explain)
         sys.stdout.write(explain_job_json(track) if ns.format == "json" else explain_job(track))
         return EXIT_OK
     baselines = not ns.no_baselines  # the report kept like the pull request's (another format: no replay)
@@ -128,9 +135,10 @@ def cmd_simulate(opts: Options, ns: argparse.Namespace) -> int:
 
     def summarized() -> Report:
         ran.append(replayed())
+        keep_outcomes(store, okey, ran[0])  # for --explain, which then replays nothing
         return summarize(ran[0], jobs, baselines=baselines)
 
-    rep = kept_report(store_of(opts), key, summarized)
+    rep = kept_report(store, key, summarized)
     took = f"in {time.perf_counter() - t0:.1f}s" if ran else "as replayed before (kept in .gpupolicy-cache/)"
     print(f"gpupolicy: simulate: {len(jobs)} jobs ({fmt}{f', {skipped} unfinished skipped' if skipped else ''}) "
           f"on {escape.text(cluster)} {took}", file=sys.stderr)

@@ -10,6 +10,10 @@ and the mapping's bytes (and the trace's suffix, which chooses its reader), ``--
 ``--checkpoint``, and the compiler (``compiler_fingerprint``: a new simulator replays again). It
 is kept under a digest of all of them (kind ``simulation``, pruned as ``diff``'s base sides
 are); a trace that cannot be read, or a missing, corrupt or foreign entry, only costs the replay.
+
+Each replay's outcome per job (what ``--explain JOB`` prints) is kept beside it, under the same
+inputs (``outcomes_key``): after a ``simulate``, explaining one job after another reads that entry
+instead of replaying the whole trace for each (the Philly trace against the demo: ~50 s a job).
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from compiler.cache.store import Store, compiler_fingerprint, content_digest, digest
+from compiler.tools.simulate.cluster import Workload
 from compiler.tools.simulate.objects import setup_paths
+from compiler.tools.simulate.replay import Job, Outcome, Track
 from compiler.tools.simulate.report import Report
 
 KIND = "simulation"
@@ -62,3 +68,34 @@ def kept_report(store: Store, key: str | None, replay: Callable[[], Report]) -> 
         store.put(KIND, key, report.as_json(), compress=True)
         store.prune((KIND,))  # the replays other runs kept, past twice those this one used (or 16)
     return report
+
+
+def outcomes_key(files: Mapping[str, bytes], cluster: str, trace: Path, mapping: Path | None,
+                 load: float, checkpoint: float) -> str | None:
+    """The key of a replay's outcomes per job: the replay's own inputs (``replay_key``; the
+    baselines are other replays)."""
+    key = replay_key(files, cluster, trace, mapping, load, checkpoint)
+    return None if key is None else digest(KIND, "outcomes", key)
+
+
+def keep_outcomes(store: Store, key: str | None, out: Outcome) -> None:
+    """Keep what ``--explain`` reads of each job's track: its outcome (the job itself is the
+    trace's row, read again by the command)."""
+    if key is not None:
+        store.put(KIND, key, {tr.job.name: (tr.never_fits, tr.first_admit, tr.finish, tr.flavors, tr.wait,
+                                            tr.causes, tr.preempted_by, tr.caused) for tr in out.tracks},
+                  compress=True)
+
+
+def kept_track(store: Store, key: str | None, job: Job) -> Track | None:
+    """``job``'s track as its kept replay left it (the fields ``--explain`` prints), or None when
+    no replay is kept (or its entry is not one ``keep_outcomes`` wrote)."""
+    stored = None if key is None else store.get(KIND, key)
+    rec = stored.get(job.name) if isinstance(stored, dict) else None
+    if not isinstance(rec, tuple) or len(rec) != 8:
+        return None
+    wl = Workload(job.name, job.cq, dict(job.requests), job.priority, job.submit, dict(job.node_selector))
+    tr = Track(job, wl, job.duration)
+    (tr.never_fits, tr.first_admit, tr.finish, tr.flavors, tr.wait, tr.causes, preempted, tr.caused) = rec
+    tr.preempted_by = list(preempted)
+    return tr
