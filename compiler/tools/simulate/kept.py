@@ -13,7 +13,8 @@ are); a trace that cannot be read, or a missing, corrupt or foreign entry, only 
 
 Each replay's outcome per job (what ``--explain JOB`` prints) is kept beside it, under the same
 inputs (``outcomes_key``): after a ``simulate``, explaining one job after another reads that entry
-instead of replaying the whole trace for each (the Philly trace against the demo: ~50 s a job).
+instead of replaying the whole trace for each (the 82,247 Philly jobs against the demo: 110 s
+to replay on a busy machine, 0.9 s to explain one from the kept outcomes, an entry of 1.5 MB).
 """
 
 from __future__ import annotations
