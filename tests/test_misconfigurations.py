@@ -196,6 +196,32 @@ def test_namespace_claimed_twice_is_reported_on_both_files(tmp_path: Path) -> No
     assert "policies/teams/interns.yaml" in err.message
 
 
+@pytest.mark.parametrize(("namespace", "why"), [
+    ("dra-driver-nvidia-gpu", "gpupolicy installs the NVIDIA DRA driver there"),
+    ("gpu-operator", "gpupolicy installs the NVIDIA GPU Operator there"),
+    ("kueue-system", "gpupolicy installs Kueue there"),
+    ("argocd", "ArgoCD runs there (gitops.argocdNamespace)"),
+    ("default", "Kubernetes creates it"),
+])
+def test_no_team_claims_a_namespace_gpupolicy_installs_into(tmp_path: Path, namespace: str, why: str) -> None:
+    """The add-ons' namespaces (compiler.policy.graph.ADDON_NAMESPACES) and ArgoCD's are reserved on
+    every cluster even when the fleet's systemNamespaces does not list them: a team namespace
+    gets a LocalQueue, a Role and the reserved-priority ResourceQuota (pods: 0 at
+    system-node-critical), which would reject the add-on's own pods. Both the kept claims
+    (team_facts.CLAIMS) and the rule's own pass find it, for training and serving namespaces."""
+    root = copy_demo(tmp_path)
+    mutate(root, "fleet.yaml", "systemNamespaces: [gpu-operator, kueue-system, argocd, monitoring]",
+           "systemNamespaces: [monitoring]")
+    mutate(root, "teams/vision.yaml", "- name: vision-train", f"- name: {namespace}")
+    mutate(root, "teams/nlp.yaml", "servingNamespace: nlp-serving", f"servingNamespace: {namespace}")
+    found = [d for d in compile_dir(root).diagnostics if d.code == "FLEET004"]
+    assert {(d.location.file, d.severity) for d in found if d.location} == {
+        ("policies/teams/vision.yaml", Severity.ERROR), ("policies/teams/nlp.yaml", Severity.ERROR)}, found
+    assert all(f"namespace {namespace!r} on 'onprem' is a system namespace: {why}" == d.message for d in found)
+    vision = next(d for d in found if d.location and d.location.file.endswith("vision.yaml"))
+    assert vision.location is not None and vision.location.line == line_of(root, "teams/vision.yaml", "clusters: [onprem]", 1)
+
+
 def test_department_cap_names_the_teams(tmp_path: Path) -> None:
     root = copy_demo(tmp_path)
     mutate(root, "teams/nlp.yaml", "guaranteed: 32", "guaranteed: 48")

@@ -44,6 +44,8 @@ CASES = [
      "clusters: [cloud]"),
     ("system namespace", "teams/interns.yaml", "name: interns-sandbox", "name: kube-system", "FLEET004",
      "clusters: [cloud]"),
+    ("add-on namespace", "teams/vision.yaml", "- name: vision-train", "- name: dra-driver-nvidia-gpu", "FLEET004",
+     "clusters: [onprem]"),
     ("residency", "teams/nlp.yaml", "    - cluster: onprem\n      class: h100-80gb",
      "    - cluster: cloud\n      class: h100-80gb", "FLEET006", "cluster: cloud"),
     ("over capacity", "teams/nlp.yaml", "guaranteed: 32", "guaranteed: 60", "KUEUE001", "guaranteed: 60"),

@@ -32,6 +32,7 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {  # demo edits that give the 
     "borrow": [("teams/vision.yaml", "borrow: 8", "borrow: 900")],  # KUEUE004
     "claim": [("teams/vision.yaml", "- name: vision-train", "- name: nlp-train")],  # FLEET004, twice
     "system": [("teams/vision.yaml", "- name: vision-train", "- name: kube-system")],  # FLEET004, system
+    "addon": [("teams/vision.yaml", "- name: vision-train", "- name: dra-driver-nvidia-gpu")],  # FLEET004, add-on
 }
 
 

@@ -82,10 +82,9 @@ from compiler.lower.admission_vap import binding as _binding
 from compiler.lower.admission_vap import check as _check
 from compiler.lower.admission_vap import vap as _policy
 from compiler.lower.admission_vap import var as _var
-from compiler.lower.gpu_operator import NAMESPACE as GPU_OPERATOR_NS
 from compiler.model.manifest import Manifest
 from compiler.model.targets import Kind, Target
-from compiler.policy.graph import Policy
+from compiler.policy.graph import DRA_DRIVER_NAMESPACE, GPU_OPERATOR_NAMESPACE, KUEUE_NAMESPACE, Policy
 from compiler.policy.labels import (
     DATA_CLASS_PREFIX,
     LABEL_DATA_CLASS,
@@ -287,7 +286,7 @@ def backstop_exempt(policy: Policy, cluster: str) -> list[str]:
     """kube-system, the namespaces gpupolicy installs add-ons into (compiler.lower.charts: the GPU
     Operator's validators request GPUs), the cluster's systemNamespaces and exemptNamespaces."""
     c = policy.clusters[cluster]
-    addons = {GPU_OPERATOR_NS, "kueue-system", *(["dra-driver-nvidia-gpu"] if c.dra else [])}
+    addons = {GPU_OPERATOR_NAMESPACE, KUEUE_NAMESPACE, *([DRA_DRIVER_NAMESPACE] if c.dra else [])}
     return sorted({*ALWAYS_EXEMPT, *addons, *c.system_namespaces, *policy.fleet.spec.admission.exempt_namespaces})
 
 

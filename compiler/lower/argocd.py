@@ -70,7 +70,7 @@ from compiler.policy.gitops_names import (
     root_project,
     server,
 )
-from compiler.policy.graph import Policy
+from compiler.policy.graph import DRA_DRIVER_NAMESPACE, GPU_OPERATOR_NAMESPACE, KUEUE_NAMESPACE, Policy
 
 ARGO_API = "argoproj.io/v1alpha1"
 IN_CLUSTER = "https://kubernetes.default.svc"
@@ -82,8 +82,7 @@ RETRY = {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": 
 # Waves, components, BUILTIN_GROUPS: compiler.model.targets. OWNED_KINDS: the kinds the targets declare
 # (compiler.lower.targets); ClusterRole(Binding) is declared by none: allowed only while rendered.
 KUBE_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
-CHART_NAMESPACES = ("kueue-system", "dra-driver-nvidia-gpu")
-GPU_OPERATOR_NAMESPACE = "gpu-operator"  # gpupolicy renders the device-plugin ConfigMaps into it
+CHART_NAMESPACES = (KUEUE_NAMESPACE, DRA_DRIVER_NAMESPACE)  # GPU_OPERATOR_NAMESPACE: its ConfigMaps are rendered
 
 
 def _argo(policy: Policy, kind: str, name: str, wave: int | None = None,

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.emit.tree import dump_yaml
-from compiler.lower.gpu_operator import NAMESPACE, gpu_operator_values
+from compiler.lower.gpu_operator import gpu_operator_values
 from compiler.policy.cuts import cut_mode, mig_cut
-from compiler.policy.graph import Policy
+from compiler.policy.graph import DRA_DRIVER_NAMESPACE, GPU_OPERATOR_NAMESPACE, KUEUE_NAMESPACE, Policy
 from compiler.policy.kueue_manager import manager_config
 from compiler.policy.labels import LABEL_MIG_CONFIG
 from compiler.policy.node_agents import DRA_KUBELET_PLUGIN, agent_tolerations
@@ -163,14 +163,14 @@ def cluster_charts(policy: Policy, cluster: str, *, kueue: bool) -> list[Chart]:
     charts: list[Chart] = []
     if kueue:
         charts.append(Chart("kueue-chart", KUEUE_CHART, None, plain(kueue_version(policy, c)),
-                            "kueue", "kueue-system", kueue_values(policy, cluster),
+                            "kueue", KUEUE_NAMESPACE, kueue_values(policy, cluster),
                             ignore_differences=_CA_BUNDLES))
     if c.pools:
         charts.append(Chart("gpu-operator-chart", GPU_OPERATOR_REPO, "gpu-operator",
-                            with_v(gpu_operator_version(policy, c)), "gpu-operator", NAMESPACE,
+                            with_v(gpu_operator_version(policy, c)), "gpu-operator", GPU_OPERATOR_NAMESPACE,
                             gpu_operator_values(policy, cluster), namespace_labels=PRIVILEGED))
         if c.dra:
             charts.append(Chart("dra-driver-chart", DRA_DRIVER_CHART, None, plain(dra_driver_version(policy, c)),
-                                "dra-driver-nvidia-gpu", "dra-driver-nvidia-gpu",
+                                "dra-driver-nvidia-gpu", DRA_DRIVER_NAMESPACE,
                                 dra_driver_values(policy, cluster), namespace_labels=PRIVILEGED))
     return charts

@@ -57,7 +57,7 @@ from compiler.model.fleet import Cluster, NodePool
 from compiler.model.manifest import Manifest
 from compiler.model.targets import Kind, Target
 from compiler.policy.cuts import GPU_RESOURCE, cut_mode, mig_cut
-from compiler.policy.graph import Policy
+from compiler.policy.graph import GPU_OPERATOR_NAMESPACE, Policy
 from compiler.policy.node_agents import GPU_OPERATOR_OPERANDS, NFD_WORKER, agent_tolerations
 from compiler.policy.node_contract import CUSTOM_LAYOUT_PREFIX, mig_layout
 from compiler.policy.partition import pool_mig_devices
@@ -65,7 +65,6 @@ from compiler.policy.versions import CHART_DRIVER, gpu_operator_version
 
 SHARING_DIGEST_ENV = "GPUPOLICY_SHARING_SHA256"  # see sharing_digest
 
-NAMESPACE = "gpu-operator"
 DEVICE_PLUGIN_CONFIGMAP = "gpupolicy-device-plugin"
 MIG_PARTED_CONFIGMAP = "gpupolicy-mig-parted"
 _FULL_DRIVER = re.compile(r"^\d{3}\.\d+\.\d+$")
@@ -210,12 +209,12 @@ def lower_gpu_operator(policy: Policy, cluster: str) -> list[Manifest]:
     sources = (policy.fleet_src.path,)
     data = device_plugin_configs(policy, cluster)
     if data:
-        cm = obj("v1", "ConfigMap", DEVICE_PLUGIN_CONFIGMAP, namespace=NAMESPACE)
+        cm = obj("v1", "ConfigMap", DEVICE_PLUGIN_CONFIGMAP, namespace=GPU_OPERATOR_NAMESPACE)
         cm["data"] = data
         out.append(Manifest(cluster, "gpu-operator", cm, sources))
     mig = mig_parted_config(policy, cluster)
     if mig is not None:
-        cm = obj("v1", "ConfigMap", MIG_PARTED_CONFIGMAP, namespace=NAMESPACE)
+        cm = obj("v1", "ConfigMap", MIG_PARTED_CONFIGMAP, namespace=GPU_OPERATOR_NAMESPACE)
         cm["data"] = {"config.yaml": dump_yaml(mig)}
         out.append(Manifest(cluster, "gpu-operator", cm, sources))
     return out
@@ -225,7 +224,6 @@ __all__ = [
     "CUSTOM_LAYOUT_PREFIX",
     "DEVICE_PLUGIN_CONFIGMAP",
     "MIG_PARTED_CONFIGMAP",
-    "NAMESPACE",
     "device_plugin_config",
     "device_plugin_configs",
     "gpu_operator_values",

@@ -26,6 +26,34 @@ if TYPE_CHECKING:
 # may claim one (FLEET004), and OPS004 counts them as existing.
 BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
+# The namespaces gpupolicy installs its add-ons into (compiler.lower.charts), each named here once:
+# the charts install there, Kueue never manages them, the GPU backstop exempts them (the GPU
+# Operator's validators request GPUs), the AppProjects deny them to team components, and no team
+# may claim one (FLEET004): a team namespace gets a LocalQueue, a Role and the reserved-priority
+# ResourceQuota, which would reject the add-on's own system-node-critical pods.
+KUEUE_NAMESPACE = "kueue-system"
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+DRA_DRIVER_NAMESPACE = "dra-driver-nvidia-gpu"
+ADDON_NAMESPACES = {KUEUE_NAMESPACE: "Kueue", GPU_OPERATOR_NAMESPACE: "the NVIDIA GPU Operator",
+                    DRA_DRIVER_NAMESPACE: "the NVIDIA DRA driver"}
+
+
+def reserved_namespace(fleet: FleetFile, cluster: Cluster, ns: str) -> str | None:
+    """Why no team may claim namespace ``ns`` on ``cluster`` (FLEET004), or None when one may:
+    Kubernetes creates it, gpupolicy installs an add-on there (on every cluster, whether or not it
+    installs that add-on there today), ArgoCD runs there, or the cluster lists it as a system
+    namespace."""
+    if ns in BUILTIN_NAMESPACES:
+        return "Kubernetes creates it"
+    addon = ADDON_NAMESPACES.get(ns)
+    if addon is not None:
+        return f"gpupolicy installs {addon} there"
+    if ns == fleet.spec.gitops.argocd_namespace:
+        return "ArgoCD runs there (gitops.argocdNamespace)"
+    if ns in cluster.system_namespaces:
+        return "the cluster lists it in systemNamespaces"
+    return None
+
 
 def serving_namespace(team: str, declared: str | None) -> str:
     """Where a team's serving deployments live: declared, else ``<team>-serving``."""

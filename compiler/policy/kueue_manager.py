@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.policy.dra_classes import device_class_mappings
-from compiler.policy.graph import Policy
+from compiler.policy.graph import KUEUE_NAMESPACE, Policy
 from compiler.policy.labels import LABEL_DATA_CLASS, LABEL_MODEL, LABEL_PURPOSE, LABEL_TEAM
 
 # Resources Kueue does not account (quota is about GPUs); prefixes, as Kueue matches them.
@@ -21,11 +21,11 @@ AUDIT_LABELS = (LABEL_TEAM, LABEL_MODEL, LABEL_DATA_CLASS)
 def manager_config(policy: Policy, cluster: str) -> dict[str, Any]:
     """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2), delivered as Helm values."""
     c = policy.clusters[cluster]
-    system = sorted({"kube-system", "kueue-system", *c.system_namespaces})
+    system = sorted({"kube-system", KUEUE_NAMESPACE, *c.system_namespaces})
     cfg: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
-        "namespace": "kueue-system",
+        "namespace": KUEUE_NAMESPACE,
         "manageJobsWithoutQueueName": True,
         # Only gpupolicy's training namespaces; serving and system namespaces are never managed.
         "managedJobsNamespaceSelector": {

@@ -21,7 +21,7 @@ from typing import Any
 
 from compiler.model.team import Budget
 from compiler.policy.allocation import Field, Resolved, TeamAllocation, resolve, team_entries
-from compiler.policy.graph import BUILTIN_NAMESPACES, Policy, Team, serving_namespace
+from compiler.policy.graph import Policy, Team, reserved_namespace, serving_namespace
 from compiler.policy.memo import per_policy
 from compiler.policy.summaries import gather, maxima, summary, sums, union
 
@@ -118,7 +118,7 @@ def _claims(policy: Policy, team: Team) -> dict[tuple[str, str], tuple[str, str]
     out: dict[tuple[str, str], tuple[str, str]] = {}
 
     def claim(cluster: str, ns: str, purpose: str) -> None:
-        if ns in BUILTIN_NAMESPACES or ns in clusters[cluster].system_namespaces:
+        if reserved_namespace(policy.fleet, clusters[cluster], ns) is not None:
             out[CONFLICT] = (name, purpose)
         elif out.setdefault((cluster, ns), (name, purpose)) != (name, purpose):
             out[CONFLICT] = (name, purpose)

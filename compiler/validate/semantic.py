@@ -14,7 +14,7 @@ from typing import Iterator
 from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define, did_you_mean, per_team
 from compiler.load.source import SourceFile, YamlPath
 from compiler.policy.cuts import cut_mode
-from compiler.policy.graph import BUILTIN_NAMESPACES, Policy, Team, serving_namespace
+from compiler.policy.graph import Policy, Team, reserved_namespace, serving_namespace
 from compiler.policy.multikueue_topology import is_manager
 from compiler.policy.priorities import tiers_by_name
 from compiler.policy.summaries import gather
@@ -326,8 +326,6 @@ def check_namespace_claims(policy: Policy) -> Iterator[Diagnostic]:
     if CONFLICT not in gather(policy, CLAIMS):  # the teams' kept claims: each namespace once, none a system one
         return
     clusters = policy.clusters
-    system: dict[str, set[str]] = {c.name: set(c.system_namespaces) | BUILTIN_NAMESPACES
-                                   for c in policy.fleet.spec.clusters}
     owners: dict[tuple[str, str], Claim] = {}  # (cluster, ns) -> (team, purpose, file, where)
     for team in policy.teams:
         t, src = team.model, team.src
@@ -337,25 +335,27 @@ def check_namespace_claims(policy: Policy) -> Iterator[Diagnostic]:
                 if c in clusters:  # else FLEET002
                     at = ("spec", "namespaces", i, "clusters", j)  # located only for a diagnostic (12,000 here)
                     key = (c, ns.name)
-                    if key not in owners and ns.name not in system[c]:  # the common case, inline
-                        owners[key] = (name, "training", src, at)
+                    if key not in owners and reserved_namespace(policy.fleet, clusters[c], ns.name) is None:
+                        owners[key] = (name, "training", src, at)  # the common case, inline
                     else:
-                        yield from _claim(owners, system, c, ns.name, name, "training", src, at)
+                        yield from _claim(policy, owners, c, ns.name, name, "training", src, at)
         for i, s in enumerate(t.spec.serving):
             if s.cluster in clusters:
                 serving_ns = serving_namespace(t.metadata.name, t.spec.serving_namespace)
-                yield from _claim(owners, system, s.cluster, serving_ns, t.metadata.name, "serving", src,
+                yield from _claim(policy, owners, s.cluster, serving_ns, t.metadata.name, "serving", src,
                                   ("spec", "servingNamespace") if t.spec.serving_namespace else ("spec", "serving", i))
 
 
 Claim = tuple[str, str, SourceFile, YamlPath]
 
 
-def _claim(owners: dict[tuple[str, str], Claim], system: dict[str, set[str]], cluster: str, ns: str,
+def _claim(policy: Policy, owners: dict[tuple[str, str], Claim], cluster: str, ns: str,
            team: str, purpose: str, src: SourceFile, at: YamlPath) -> Iterator[Diagnostic]:
-    if ns in system.get(cluster, set()):
-        yield NAMESPACE_CLAIM.diag(f"namespace {ns!r} is a system namespace on {cluster!r}", src.locate(at),
-                                   hint="pick a namespace of the team's own")
+    why = reserved_namespace(policy.fleet, policy.clusters[cluster], ns)
+    if why is not None:
+        yield NAMESPACE_CLAIM.diag(f"namespace {ns!r} on {cluster!r} is a system namespace: {why}", src.locate(at),
+                                   hint="pick a namespace of the team's own (a team namespace gets a LocalQueue, a "
+                                        "Role and a quota that would apply to what runs there)")
         return
     prev = owners.get((cluster, ns))
     if prev is None:
