@@ -222,6 +222,31 @@ def test_no_team_claims_a_namespace_gpupolicy_installs_into(tmp_path: Path, name
     assert vision.location is not None and vision.location.line == line_of(root, "teams/vision.yaml", "clusters: [onprem]", 1)
 
 
+@pytest.mark.parametrize("length", [55, 56])
+def test_a_team_name_too_long_for_its_serving_namespace(tmp_path: Path, length: int) -> None:
+    """<team>-serving is a namespace name (a DNS label, 63 characters): a team of 56 characters that
+    serves without servingNamespace is told so at validate, located on its serving list, instead
+    of nine VERIFY011s on out/ files the build never wrote (or, with --no-verify, an invalid
+    Namespace written); at 55 characters there is nothing to say."""
+    root = copy_demo(tmp_path)
+    name = "n" * length
+    (root / "policies" / "teams" / "nlp.yaml").rename(root / "policies" / "teams" / f"{name}.yaml")
+    mutate(root, f"teams/{name}.yaml", "  name: nlp\n", f"  name: {name}\n")
+    mutate(root, f"teams/{name}.yaml", "  servingNamespace: nlp-serving\n", "")
+    mutate(root, "fleet.yaml", "reservedFor: [nlp]", f"reservedFor: [{name}]")
+    res = compile_dir(root)
+    found = [d for d in res.diagnostics if d.code == "SERVE015"]
+    if length == 55:
+        assert not found and res.ok, res.diagnostics
+        return
+    [d] = found
+    assert d.message == (f"team {name!r} serves in namespace '{name}-serving', 64 characters: a namespace name is a "
+                         "DNS label of at most 63")
+    assert d.location is not None and d.location.file == f"policies/teams/{name}.yaml"
+    assert d.location.line == line_of(root, f"teams/{name}.yaml", "  serving:", 1)
+    assert not any(x.code.startswith("VERIFY") for x in res.diagnostics)
+
+
 def test_department_cap_names_the_teams(tmp_path: Path) -> None:
     root = copy_demo(tmp_path)
     mutate(root, "teams/nlp.yaml", "guaranteed: 32", "guaranteed: 48")

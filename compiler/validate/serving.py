@@ -79,7 +79,8 @@ AUTOSCALER = define(
     "autoscaling: {kind: keda}   # no prometheusAddress", scope=Scope.POLICY)
 NAMES = define(
     "SERVE015", "Serving names start with a letter (they name a Service) and are unique: within a team and cluster, "
-    "and among deployments exposed through one Gateway (the name is the served model name routes match on).",
+    "and among deployments exposed through one Gateway (the name is the served model name routes match on); the "
+    "serving namespace a team's name gives (<team>-serving) is a DNS label of at most 63 characters.",
     "# nlp: chat; search: query-rewrite (same gateway)", "# nlp: chat; vision: chat (same gateway)", scope=Scope.POLICY)
 CACHE = define(
     "SERVE016", "The model cache volume holds the weights.",
@@ -291,8 +292,15 @@ def _check_pool_sums(resolved: list[Resolved]) -> Iterator[Diagnostic]:
 def _check_names(resolved: list[Resolved]) -> Iterator[Diagnostic]:
     seen: dict[tuple[str, str, str], Resolved] = {}
     routes: dict[tuple[str, str, str], Resolved] = {}  # (cluster, gateway, name)
+    long: set[str] = set()  # teams whose default serving namespace is too long (said once)
     for r in resolved:
         d = r.dep
+        if len(r.namespace) > 63 and r.team.name not in long:  # a declared servingNamespace is a DNS label already
+            long.add(r.team.name)
+            yield NAMES.diag(f"team {r.team.name!r} serves in namespace {r.namespace!r}, {len(r.namespace)} characters: "
+                             f"a namespace name is a DNS label of at most 63", r.team.src.locate(("spec", "serving"), key=True),
+                             hint=f"set spec.servingNamespace (or shorten the team name to at most {63 - len('-serving')} "
+                                  "characters)")
         key = (r.team.name, d.cluster, d.name)
         if key in seen:
             yield NAMES.diag(f"serving {d.name!r} is declared twice on {d.cluster!r}",
