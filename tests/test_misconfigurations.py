@@ -288,6 +288,26 @@ def test_dropped_queue_needs_an_acknowledgement(tmp_path: Path) -> None:
     assert not [d for d in res.diagnostics if d.code == "GITOPS302"] and res.ok, res.diagnostics
 
 
+def test_a_cluster_typo_is_one_error_per_budget_and_nothing_else(tmp_path: Path) -> None:
+    """Every budget of vision naming 'on-prem' for 'onprem': FLEET002 on each, and not what follows
+    from their absence on onprem (issue 20, one root cause one error): no GITOPS302 (its hint
+    would have the team drain its production queue to fix a typo), no OPS005 for the class only
+    vision budgets, no FLEET011 for vision's namespace there. Typo fixed, the demo is clean."""
+    root = _with_out(tmp_path)
+    text = (root / "policies" / "teams" / "vision.yaml").read_text()
+    (root / "policies" / "teams" / "vision.yaml").write_text(text.replace("cluster: onprem", "cluster: on-prem"))
+    res = compile_dir(root)
+    assert not res.ok
+    assert {d.code for d in res.diagnostics} == {"FLEET002"}, res.diagnostics
+    assert [d.location.line for d in res.diagnostics if d.location] == [
+        line_of(root, "teams/vision.yaml", "cluster: on-prem", n) for n in (1, 2, 3)]
+    mutate(root, "teams/vision.yaml", "- cluster: on-prem\n      class: a100-80gb-mig-2g.20gb",
+           "- cluster: onprem\n      class: a100-80gb-mig-2g.20gb")  # one budget back on onprem: still a typo
+    assert {d.code for d in compile_dir(root).diagnostics} == {"FLEET002"}
+    (root / "policies" / "teams" / "vision.yaml").write_text(text)
+    assert compile_dir(root).ok
+
+
 def test_stored_verdict_follows_the_previous_out(tmp_path: Path) -> None:
     """GITOPS302 reads out/ as it was: the store keys a run by it, so removing the ClusterQueue's
     file changes the stored verdict exactly as it changes the uncached one."""

@@ -28,6 +28,7 @@ from compiler.policy.graph import Policy, Team
 from compiler.policy.memo import per_policy
 from compiler.policy.summaries import gather
 from compiler.policy.team_facts import BUDGETED
+from compiler.validate.cascade import misplaced_classes
 
 IDLE_CLASS = define(
     "OPS005", "Every GPU class with capacity outside serving pools is budgeted by some team on its cluster, "
@@ -64,6 +65,8 @@ def check_idle_classes(policy: Policy) -> Iterator[Diagnostic]:
     for cluster, classes in idle_classes(policy).items():
         ci = next(i for i, c in enumerate(clusters) if c.name == cluster)
         for cid, units in classes.items():
+            if cid in misplaced_classes(policy):
+                continue  # a budget of it names a cluster that does not exist: FLEET002's, not news
             pools = policy.classes[cluster][cid].pools
             pi = next((i for i, p in enumerate(clusters[ci].pools) if p.name in pools), 0)
             yield IDLE_CLASS.diag(

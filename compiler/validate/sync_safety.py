@@ -25,7 +25,7 @@ from typing import Iterator
 from compiler.diagnostics import Diagnostic, Location, Rule, Scope, checks, define
 from compiler.policy.graph import Policy, Team
 from compiler.policy.memo import per_policy
-from compiler.validate.cascade import unresolved
+from compiler.validate.cascade import names_unknown_cluster, unresolved
 
 REMOVAL = define(
     "GITOPS302", "A change that removes a ClusterQueue or a ResourceFlavor from a cluster is acknowledged in the "
@@ -104,6 +104,9 @@ def check_removals(policy: Policy) -> Iterator[Diagnostic]:
     for cluster, kind, name in _removed(policy):
         if _acknowledged(policy, cluster, kind, name):
             continue
+        team = policy.team(name) if kind == "ClusterQueue" else None
+        if team is not None and names_unknown_cluster(policy, team):
+            continue  # its budgets name a cluster that does not exist (FLEET002): a typo, not a removal
         if kind == "ClusterQueue":
             why = (f"team {name!r} no longer has a budget on {cluster!r}" if policy.team(name) is not None
                    else f"no team {name!r} exists any more (renamed or deleted)")

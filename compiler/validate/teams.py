@@ -15,6 +15,7 @@ from compiler.policy.classes import GpuClass
 from compiler.policy.cuts import ISOLATION_TABLE
 from compiler.policy.graph import Policy, Team
 from compiler.policy.memo import per_policy
+from compiler.validate.cascade import names_unknown_cluster
 
 RESIDENCY = define(
     "FLEET006", "A data class is only handled on clusters whose residency it allows.",
@@ -125,6 +126,8 @@ def check_residency(policy: Policy, team: Team) -> Iterator[Diagnostic]:
 @checks(IDLE_NAMESPACE)
 def check_idle_namespaces(policy: Policy, team: Team) -> Iterator[Diagnostic]:
     t = team.model
+    if names_unknown_cluster(policy, team):
+        return  # the budget meant for the cluster names one that does not exist: FLEET002's
     budget_clusters = {b.cluster for b in t.spec.budgets if b.cluster in policy.clusters}
     for i, ns in enumerate(t.spec.namespaces):
         for j, c in enumerate(ns.clusters):
