@@ -25,7 +25,9 @@ from compiler.lower.gpu_operator_chart import ChartValuesError, render_cluster_p
 from compiler.mig import check_pool_layout
 from compiler.model.manifest import Manifest
 from compiler.policy.classes import device_plugin_resource
+from compiler.policy.drivers import driver_plan
 from compiler.policy.graph import Policy
+from compiler.policy.node_contract import pool_contracts
 
 FULL = "version: v1\nflags:\n  migStrategy: none\n"
 MIG = "version: v1\nflags:\n  migStrategy: mixed\n"
@@ -298,15 +300,23 @@ def test_device_plugin_configs_follow_the_plugin_rules(tmp_path: Path) -> None:
 
 # --- driver settings ------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("drivers", "expected"), [
-    ((None, None), None),
-    (("580.95.05", None), {"version": "580.95.05"}),
-    (("580.95.05", "580"), {"version": "580.95.05"}),
-    (("595", None), None),  # the chart's own branch
-    (("580", None), {"enabled": False}),
-    (("580.95.05", "570.1.2"), {"enabled": False}),
+@pytest.mark.parametrize(("drivers", "expected", "host"), [
+    ((None, None), None, ()),
+    (("580.95.05", None), {"version": "580.95.05"}, ()),
+    (("580.95.05", "580"), {"version": "580.95.05"}, ()),
+    (("595", None), None, ()),  # the chart's own branch
+    (("595.91.07", None), {"version": "595.91.07"}, ()),  # the chart's own version, pinned: stays pinned
+    (("580", None), None, ("p0",)),  # p0's nodes bring 580; p1 keeps the Operator's driver
+    (("580", "580"), {"enabled": False}, ("p0", "p1")),
+    (("580.95.05", "570.1.2"), {"version": "580.95.05"}, ("p1",)),  # one each: the newest
+    (("580.95.05", "580.95.05", "570.1.2"), {"version": "580.95.05"}, ("p2",)),
+    (("570.1.2", "570.1.2", "580.95.05"), {"version": "570.1.2"}, ("p2",)),  # the one more pools declare
 ])
-def test_driver_values(tmp_path: Path, drivers: tuple[str | None, str | None], expected: Any) -> None:
+def test_driver_values(tmp_path: Path, drivers: tuple[str | None, ...], expected: Any, host: tuple[str, ...]) -> None:
+    """compiler.policy.drivers: the Operator's one driver meets as many pools as it can; a pool it
+    does not meet brings its own, labelled nvidia.com/gpu.deploy.driver=false in the node contract
+    while another pool takes the Operator's (which the Operator honours), and the Operator's
+    driver is off only when no pool takes it. Before, one pool's '580' turned it off for all."""
     pools = ""
     for i, d in enumerate(drivers):
         pools += f"- name: p{i}\n  model: h100-80gb\n  nodes: 1\n  gpusPerNode: 8\n  cut: {{mode: full}}\n"
@@ -314,6 +324,10 @@ def test_driver_values(tmp_path: Path, drivers: tuple[str | None, str | None], e
             pools += f"  driver: '{d}'\n"
     p = build(write_fleet(tmp_path, pools))
     assert gpu_operator_values(p, "c1").get("driver") == expected
+    plan = driver_plan(p, "c1")
+    assert plan.host_pools == host
+    labelled = tuple(pc.pool for pc in pool_contracts(p, "c1") if pc.labels.get("nvidia.com/gpu.deploy.driver") == "false")
+    assert labelled == (host if plan.operator_pools else ())
     check_everything(p)
 
 

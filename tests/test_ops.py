@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import pytest
 from gpu_helpers import demo
-from helpers import codes, copy_demo, find, mutate, policy_at
+from helpers import codes, copy_demo, find, line_of, mutate, policy_at
 
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.lower import lower_all
@@ -252,6 +252,43 @@ def test_ops008_rwx_cache_without_storage_class(tmp_path: Path) -> None:
     assert "OPS008" not in codes(policy_at(root)[1])
 
 
+def test_ops011_a_dra_cluster_gets_its_driver_one_way(tmp_path: Path) -> None:
+    """On onprem (DRA) a100-mig declares 580, which is not the GPU Operator's driver: with
+    h100-train declaring nothing the Operator's driver would run there and not on a100-mig, and
+    the DRA kubelet plugin has one driver root for both (compiler.policy.drivers). The error is
+    located on the first pool that brings its own; declaring it on every pool is clean, and the
+    plugin then reads the host's driver at /."""
+    root = copy_demo(tmp_path)
+    mutate(root, "fleet.yaml", '          driver: "580"  # the nodes\' image brings it', "          # no driver")
+    policy, diags = policy_at(root)
+    d = find(diags, "OPS011")
+    assert d.severity is Severity.ERROR and d.location is not None
+    assert (d.location.file, d.location.line) == ("policies/fleet.yaml", line_of(root, "fleet.yaml", 'driver: "580"', 1))
+    assert "pools a100-mig, h200-serve bring their own driver" in d.message and "pools h100-train take" in d.message
+    assert codes(policy_at(copy_demo(tmp_path / "demo"))[1]) == []
+    assert dra_driver_values(demo(), "onprem")["nvidiaDriverRoot"] == "/"
+
+
+def test_ops011_a_device_plugin_cluster_may_mix(tmp_path: Path) -> None:
+    """The same mix on a device-plugin cluster is fine: the pool that brings its own driver is
+    labelled nvidia.com/gpu.deploy.driver=false (the Operator's driver DaemonSet skips it), the
+    others keep the Operator's driver, and the report lists the host driver as a prerequisite."""
+    from compiler.policy.node_contract import pool_contracts
+    from compiler.report.runtime import prerequisites
+
+    root = copy_demo(tmp_path)
+    mutate(root, "fleet.yaml", "      dra: true\n", "      dra: false\n")
+    mutate(root, "fleet.yaml", '          driver: "580"  # the nodes\' image brings it', "          # no driver")
+    mutate(root, "fleet.yaml", '          driver: "580"\n          serving: true', "          serving: true")
+    policy, diags = policy_at(root)
+    assert policy is not None and "OPS011" not in codes(diags)
+    labels = {pc.pool: pc.labels.get("nvidia.com/gpu.deploy.driver") for pc in pool_contracts(policy, "onprem")}
+    assert labels == {"a100-mig": "false", "h100-train": None, "h200-serve": None}
+    assert "driver" not in gpu_operator_values(policy, "onprem")  # the chart's driver, on for the others
+    pre = prerequisites(policy, "onprem")
+    assert pre[0] == "the GPU driver (`580`) on the nodes of pools `a100-mig`: the GPU Operator installs none there"
+
+
 # -- minors ------------------------------------------------------------------------------------------
 
 def test_namespaces_and_caches_are_never_pruned(rendered: tuple[Policy, list[Manifest], Inventory]) -> None:
@@ -277,7 +314,14 @@ def test_report_states_what_runs(rendered: tuple[Policy, list[Manifest], Invento
     assert "static pools (fixed `replicas`) `l4-dev`" in text and "mig.config.state=success" in text
     cloud = " ".join(prerequisites(policy, "cloud"))
     assert "EC2NodeClass" in cloud and "StaticCapacity=true" in cloud and "PodMonitor" in cloud
-    assert "Body-Based Routing" in " ".join(prerequisites(policy, "onprem"))
+    onprem = prerequisites(policy, "onprem")
+    assert "Body-Based Routing" in " ".join(onprem)
+    # what the serving objects name and nothing renders: the hub token's Secret, the cache's class
+    assert "Secret `hf-token` in `nlp-serving` (`nlp/chat`'s hub token, key `token`): gpupolicy references it, " \
+        "never its value" in onprem
+    assert "StorageClass `fast-nvme` (model cache of `nlp/chat`)" in onprem
+    assert onprem[0].startswith("the GPU driver (`580`) on the nodes of pools `a100-mig`, `h100-train`, `h200-serve`")
+    assert "StorageClass `efs-sc` (model cache of `search/query-rewrite`)" in prerequisites(policy, "cloud")
 
 
 def test_ops001_flavor_without_the_pool_toleration(rendered: tuple[Policy, list[Manifest], Inventory]) -> None:

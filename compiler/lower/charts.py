@@ -23,6 +23,7 @@ from typing import Any
 from compiler.emit.tree import dump_yaml
 from compiler.lower.gpu_operator import gpu_operator_values
 from compiler.policy.cuts import cut_mode, mig_cut
+from compiler.policy.drivers import driver_plan
 from compiler.policy.graph import DRA_DRIVER_NAMESPACE, GPU_OPERATOR_NAMESPACE, KUEUE_NAMESPACE, Policy
 from compiler.policy.kueue_manager import manager_config
 from compiler.policy.labels import LABEL_MIG_CONFIG
@@ -79,8 +80,8 @@ def dra_driver_values(policy: Policy, cluster: str) -> dict[str, Any]:
       chart refuses GPU resources without it, because its kubelet plugin must not share a node with
       the device plugin — the GPU Operator values disable the device plugin on DRA clusters.
     - ComputeDomains (multi-node NVLink / IMEX) off: gpupolicy has no intent that needs them.
-    - ``nvidiaDriverRoot``: the GPU Operator's driver root unless its values disable the driver
-      (nodes bring their own, installed at ``/``).
+    - ``nvidiaDriverRoot``: the GPU Operator's driver root unless no pool takes its driver
+      (nodes bring their own, installed at ``/``; one root for every node: ``compiler.policy.drivers``).
     - Feature gates the pools need: time-sliced pools → ``TimeSlicingSettings``, MPS pools →
       ``MPSSupport`` (user-mediated sharing through a shared claim's ``GpuConfig``); then the
       fleet's explicit ``featureGates.draDriver`` for the cluster, which win.
@@ -89,7 +90,6 @@ def dra_driver_values(policy: Policy, cluster: str) -> dict[str, Any]:
       ``kubeletPlugin.affinity`` on clusters with MIG pools: ``mig_gated_affinity``.
     """
     c = policy.clusters[cluster]
-    driver = gpu_operator_values(policy, cluster).get("driver", {})
     gates: dict[str, bool] = {}
     for p in c.pools:
         sharing = cut_mode(p.cut).sharing
@@ -98,7 +98,7 @@ def dra_driver_values(policy: Policy, cluster: str) -> dict[str, Any]:
     gates.update(c.feature_gates.dra_driver)
     values: dict[str, Any] = {
         "gpuResourcesEnabledOverride": True,
-        "nvidiaDriverRoot": "/" if driver.get("enabled") is False else OPERATOR_DRIVER_ROOT,
+        "nvidiaDriverRoot": OPERATOR_DRIVER_ROOT if driver_plan(policy, cluster).operator_pools else "/",
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
     }
     if gates:

@@ -21,12 +21,10 @@ passes ``spec.mig.strategy`` to the device plugin and GFD as ``MIG_STRATEGY``, w
 ``flags.migStrategy`` in the config files; under ``mixed`` GPUs with MIG disabled are still
 advertised as ``nvidia.com/gpu``, so full-card pools are unaffected.
 
-Driver: pools may declare the driver they run (it decides MIG profile names). No declaration
-keeps the chart's driver; one full version shared by all declaring pools becomes
-``driver.version``; a branch equal to the chart default's branch keeps the chart's driver;
-anything else (another branch without a full version, or pools that disagree) cannot be met
-by the Operator's single driver DaemonSet, so ``driver.enabled: false``: the nodes bring the
-declared driver themselves (pre-installed images, as on-premises and on EKS GPU AMIs).
+Driver: ``compiler.policy.drivers`` decides which pools take the Operator's one driver (chart
+default, or a pinned ``driver.version``) and which bring their own (their nodes labelled
+``nvidia.com/gpu.deploy.driver=false`` by the node contract); ``driver.enabled: false`` only
+when no pool takes the Operator's.
 
 DRA clusters (``cluster.dra``): the ClusterPolicy stays (chart default, ``deployCR``) with
 ``devicePlugin.enabled: false``; GPU and MIG *allocation* belongs to the NVIDIA DRA driver
@@ -45,10 +43,9 @@ sharing on DRA is a property of claims, not of nodes.
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
 
-from compiler.catalog import GpuModel, driver_branch
+from compiler.catalog import GpuModel
 from compiler.emit.tree import dump_yaml
 from compiler.lower.attribution import dcgm_attribution_values
 from compiler.lower.common import obj
@@ -57,17 +54,16 @@ from compiler.model.fleet import Cluster, NodePool
 from compiler.model.manifest import Manifest
 from compiler.model.targets import Kind, Target
 from compiler.policy.cuts import GPU_RESOURCE, cut_mode, mig_cut
+from compiler.policy.drivers import driver_plan
 from compiler.policy.graph import GPU_OPERATOR_NAMESPACE, Policy
 from compiler.policy.node_agents import GPU_OPERATOR_OPERANDS, NFD_WORKER, agent_tolerations
 from compiler.policy.node_contract import CUSTOM_LAYOUT_PREFIX, mig_layout
 from compiler.policy.partition import pool_mig_devices
-from compiler.policy.versions import CHART_DRIVER, gpu_operator_version
 
 SHARING_DIGEST_ENV = "GPUPOLICY_SHARING_SHA256"  # see sharing_digest
 
 DEVICE_PLUGIN_CONFIGMAP = "gpupolicy-device-plugin"
 MIG_PARTED_CONFIGMAP = "gpupolicy-mig-parted"
-_FULL_DRIVER = re.compile(r"^\d{3}\.\d+\.\d+$")
 
 
 def _sharing(kind: str, replicas: int, rename: bool, fail_gt_one: bool) -> dict[str, Any]:
@@ -142,20 +138,6 @@ def mig_parted_config(policy: Policy, cluster: str) -> dict[str, Any] | None:
     return {"version": "v1", "mig-configs": configs}
 
 
-def _driver_values(policy: Policy, c: Cluster) -> dict[str, Any]:
-    declared = sorted({p.driver for p in c.pools if p.driver is not None})
-    if not declared:
-        return {}
-    branches = {driver_branch(d) for d in declared}
-    full = [d for d in declared if _FULL_DRIVER.match(d)]
-    if len(full) == 1 and len(branches) == 1:
-        return {"version": full[0]}
-    chart = CHART_DRIVER.get(gpu_operator_version(policy, c))
-    if not full and chart is not None and branches == {driver_branch(chart)}:
-        return {}
-    return {"enabled": False}
-
-
 def sharing_digest(policy: Policy, cluster: str) -> str:
     """A digest of the device-plugin ConfigMap's data. The Operator does not watch that ConfigMap
     (gpu-operator #1144: edited sharing settings do nothing until the device plugin restarts), so
@@ -192,7 +174,7 @@ def gpu_operator_values(policy: Policy, cluster: str) -> dict[str, Any]:
         values["migManager"] = mig_manager
     # Runtime attribution (SPEC §5): GPU metrics carry the workload's team/model/data-class.
     values.update(dcgm_attribution_values(policy.fleet.spec.admission.required_labels, dra=c.dra))
-    driver = _driver_values(policy, c)
+    driver = driver_plan(policy, cluster).values
     if driver:
         values["driver"] = driver
     # Node agents tolerate every taint of the node contract (serving pools), or serving nodes get

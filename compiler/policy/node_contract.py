@@ -10,7 +10,8 @@ will report on it once the cut is applied:
   clusters; the key of the pool's entry in the device-plugin ConfigMap);
   ``nvidia.com/mig.config=<layout>`` on MIG-capable models (``all-disabled`` unless the pool
   is cut with MIG); serving pools ``node-restriction.kubernetes.io/gpupolicy-serving=<pool>``;
-  plus the pool's own ``nodeLabels``.
+  ``nvidia.com/gpu.deploy.driver=false`` on a pool whose nodes bring their own driver while
+  others take the GPU Operator's (``compiler.policy.drivers``); plus the pool's own ``nodeLabels``.
 - taints: serving pools ``gpupolicy.dev/serving=<pool>:NoSchedule``.
 - what GPU Feature Discovery writes (``nvidia.com/gpu.product`` per variant, with ``-SHARED``
   for time-sliced/MPS GPUs that are not renamed; ``nvidia.com/gpu.count`` = physical GPUs;
@@ -33,6 +34,7 @@ from compiler.catalog import GpuModel, gfd_product_label
 from compiler.mig import DISABLED, instances
 from compiler.model.fleet import Cluster, NodePool
 from compiler.policy.cuts import GPU_RESOURCE, SHARED_RESOURCE, cut_mode, mig_cut, mig_profile_slug
+from compiler.policy.drivers import DEPLOY_DRIVER_LABEL, driver_plan
 from compiler.policy.graph import Policy
 from compiler.policy.labels import (
     LABEL_CLASS,
@@ -140,6 +142,9 @@ def pool_contract(policy: Policy, cluster: Cluster, pool: NodePool) -> PoolContr
     if pool.serving:
         labels[SERVING_NODE_LABEL] = pool.name
         taints = (Taint(SERVING_TAINT_KEY, pool.name),)
+    drivers = driver_plan(policy, cluster.name)
+    if drivers.operator_pools and pool.name in drivers.host_pools:
+        labels[DEPLOY_DRIVER_LABEL] = "false"  # its nodes bring their own driver (compiler.policy.drivers)
     for k, v in pool.node_labels.items():
         labels.setdefault(k, v)
 

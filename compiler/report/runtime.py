@@ -5,6 +5,7 @@ rendered objects provide (the OPS rules, ``compiler.verify.ops``, check the obje
 
 from __future__ import annotations
 
+from compiler.policy.drivers import driver_plan
 from compiler.policy.graph import Policy
 from compiler.policy.node_agents import contract_taints
 from compiler.policy.node_contract import pool_contracts
@@ -27,6 +28,12 @@ def prerequisites(policy: Policy, cluster: str) -> list[str]:
     """What must exist on (or beside) the cluster for the rendered objects to work, beyond CRDs."""
     c = policy.clusters[cluster]
     out: list[str] = []
+    drivers = driver_plan(policy, cluster)
+    if drivers.host_pools:
+        declared = sorted({p.driver for p in c.pools if p.name in drivers.host_pools and p.driver})
+        out.append(f"the GPU driver ({', '.join(f'`{d}`' for d in declared)}) on the nodes of pools "
+                   f"{', '.join(f'`{p}`' for p in drivers.host_pools)}: the GPU Operator installs none there"
+                   + ("" if drivers.operator_pools else " (its driver is off on this cluster)"))
     if c.provisioner == "karpenter":
         classes = sorted({p.karpenter.node_class for p in c.pools if p.karpenter is not None})
         if classes:
@@ -55,6 +62,35 @@ def prerequisites(policy: Policy, cluster: str) -> list[str]:
         elif e.endpoint_picker is not None:
             what.append(f"the endpoint picker Service `{e.endpoint_picker.name}` (not rendered)")
         out.append(f"serving `{r.team.name}/{r.dep.name}`: " + "; ".join(what))
+    out += _serving_references(policy, cluster)
+    return out
+
+
+def _serving_references(policy: Policy, cluster: str) -> list[str]:
+    """What the serving objects name and gpupolicy never renders: the Secrets (a reference, never a
+    value: the hub token and image pull secrets; the team's serving Role cannot create them, so the
+    platform or a secrets controller must), the model caches' StorageClasses and existing claims.
+    Until a Secret exists the vLLM pods stay in CreateContainerConfigError (or ImagePullBackOff);
+    until a StorageClass does, the cache PVC and the pods stay Pending."""
+    secrets: dict[tuple[str, str], set[str]] = {}  # (namespace, Secret) -> what needs it
+    classes: dict[str, set[str]] = {}
+    claims: dict[tuple[str, str], set[str]] = {}
+    for r in deployments(policy, cluster):
+        who, ns, d = f"`{r.team.name}/{r.dep.name}`", r.namespace, r.dep
+        if d.secrets.hub_token is not None:
+            secrets.setdefault((ns, d.secrets.hub_token.name), set()).add(
+                f"{who}'s hub token, key `{d.secrets.hub_token.key}`")
+        for name in d.secrets.image_pull_secrets:
+            secrets.setdefault((ns, name), set()).add(f"{who}'s image pull secret")
+        if d.cache.existing_claim is not None:
+            claims.setdefault((ns, d.cache.existing_claim), set()).add(who)
+        elif d.cache.storage_class is not None:
+            classes.setdefault(d.cache.storage_class, set()).add(who)
+    out = [f"Secret `{name}` in `{ns}` ({'; '.join(sorted(what))}): gpupolicy references it, never its value"
+           for (ns, name), what in sorted(secrets.items())]
+    out += [f"StorageClass `{sc}` (model cache of {', '.join(sorted(who))})" for sc, who in sorted(classes.items())]
+    out += [f"PersistentVolumeClaim `{name}` in `{ns}` (existing model cache of {', '.join(sorted(who))})"
+            for (ns, name), who in sorted(claims.items())]
     return out
 
 

@@ -17,6 +17,9 @@
   the EBS CSI driver's ``gp2``/``gp3`` support only ReadWriteOnce, kubernetes-sigs/aws-ebs-csi-driver
   README "Features"): the PVC stays Pending and so do the vLLM pods. Which class can do RWX
   (EFS, Filestore, CephFS, NFS) depends on the cluster, so the policy must say it.
+- OPS011 (fleet): every pool of a DRA cluster gets its GPU driver the same way, from the GPU
+  Operator or from the node itself: the DRA kubelet plugin reads the driver from one root on
+  every node (``compiler.policy.drivers``, which says who installs each pool's driver).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define
+from compiler.policy.drivers import driver_plan
 from compiler.policy.graph import Policy, Team
 from compiler.policy.memo import per_policy
 from compiler.policy.summaries import gather
@@ -39,12 +43,17 @@ BACKSTOP = define(
     "OPS006", "The GPU backstop denies: namespaces gpupolicy does not manage cannot take GPUs Kueue counts as free.",
     "admission:\n  modes: {backstop: Deny}", "admission:\n  modes: {backstop: Warn}",
     Severity.WARNING, scope=Scope.FLEET)
+DRIVER_ROOT = define(
+    "OPS011", "On a DRA cluster every pool takes the GPU Operator's driver or every pool brings its own: the DRA "
+    "kubelet plugin reads the driver from one root (nvidiaDriverRoot) on every node.",
+    "# dra: true\n- {name: a100-mig, driver: '580'}\n- {name: h100-train, driver: '580'}",
+    "# dra: true\n- {name: a100-mig, driver: '580'}   # not the Operator's 595\n- {name: h100-train}", scope=Scope.FLEET)
 RWX_CACHE = define(
     "OPS008", "A model cache shared by several replicas (ReadWriteMany) names a storageClass that can do RWX.",
     "replicas: {min: 2, max: 6}\ncache: {size: 200Gi, storageClass: efs-sc}",
     "replicas: {min: 2, max: 6}\ncache: {size: 200Gi}   # default class: EBS, RWO only", scope=Scope.TEAM)
 
-RULES: tuple[Rule, ...] = (IDLE_CLASS, BACKSTOP, RWX_CACHE)
+RULES: tuple[Rule, ...] = (IDLE_CLASS, BACKSTOP, RWX_CACHE, DRIVER_ROOT)
 
 
 @per_policy  # the rule and REPORT.md's runtime section (callers only read it)
@@ -74,6 +83,23 @@ def check_idle_classes(policy: Policy) -> Iterator[Diagnostic]:
                 "no ClusterQueue covers it, so these GPUs stay idle",
                 policy.fleet_src.locate(("spec", "clusters", ci, "pools", pi, "cut")),
                 hint="budget the class in a team file, or change the pool's cut to classes teams use")
+
+
+@checks(DRIVER_ROOT)
+def check_driver_root(policy: Policy) -> Iterator[Diagnostic]:
+    for ci, c in enumerate(policy.fleet.spec.clusters):
+        plan = driver_plan(policy, c.name)
+        if not (c.dra and plan.mixed):
+            continue
+        host = next(pi for pi, p in enumerate(c.pools) if p.name == plan.host_pools[0])
+        offered = f"the GPU Operator's driver ({plan.operator})" if plan.operator else "the GPU Operator's driver"
+        yield DRIVER_ROOT.diag(
+            f"on DRA cluster {c.name!r}, pools {', '.join(plan.host_pools)} bring their own driver (their declared "
+            f"driver is not {offered}) while pools {', '.join(plan.operator_pools)} take the Operator's: the DRA "
+            "kubelet plugin reads one driver root on every node, so one of the two finds no driver",
+            policy.fleet_src.locate(("spec", "clusters", ci, "pools", host, "driver")),
+            hint=f"declare the same driver on every pool of {c.name!r} (their nodes bring it), or declare one the "
+                 "Operator installs (versions.gpuOperator's default driver, or one full version on every pool)")
 
 
 @checks(BACKSTOP)
