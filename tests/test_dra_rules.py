@@ -162,3 +162,24 @@ def test_kueue_mapping_limits(tmp_path: Path) -> None:
     mutate(root, "fleet.yaml", "        - name: hopper-7\n          class: h100-80gb\n          selectors:\n"
            f'            - "{sel}"\n', "")
     assert not [x for x in compile_dir(root).diagnostics if x.code == "DRA010"]
+
+
+def test_a_budget_on_a_shared_class_of_a_dra_cluster_is_an_error_in_the_team_file(tmp_path: Path) -> None:
+    """A time-sliced pool on a DRA cluster gets no DeviceClass (DRA011, a warning on the fleet), so a
+    team budget on its class could never be used: before, the team's file passed, its ClusterQueue
+    covered gpupolicy.dev/l4-ts4 with nothing behind it and `explain` showed the guarantee. Now the
+    budget is a FLEET012 error where the team wrote it."""
+    root = copy_demo(tmp_path)
+    mutate(root, "fleet.yaml", "        - name: h200-serve\n",
+           "        - name: l4-ts\n          model: l4\n          nodes: 2\n          gpusPerNode: 4\n"
+           "          driver: \"580\"\n          cut:\n            mode: timeslicing\n            replicas: 4\n"
+           "        - name: h200-serve\n")
+    mutate(root, "teams/interns.yaml", "      clusters: [cloud]", "      clusters: [cloud, onprem]")
+    mutate(root, "teams/interns.yaml", "  budgets:\n",
+           "  budgets:\n    - cluster: onprem\n      class: l4-ts4\n      guaranteed: 8\n")
+    _, diags = policy_at(root)
+    d = find(diags, "FLEET012")
+    assert d.severity.value == "error" and "'l4-ts4' on 'onprem' is a timeslicing cut" in d.message
+    assert d.location is not None and d.location.file == "policies/teams/interns.yaml"
+    assert d.location.line == line_of(root, "teams/interns.yaml", "class: l4-ts4")
+    assert find(diags, "DRA011").severity.value == "warning"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from compiler.diagnostics import Diagnostic, Rule, Scope, Severity, checks, define
+from compiler.dra.accounting import dra_active
 from compiler.model.fleet import DataClass
 from compiler.model.team import Budget
 from compiler.policy.classes import GpuClass
@@ -33,7 +34,7 @@ IDLE_NAMESPACE = define(
     Severity.WARNING, scope=Scope.TEAM)
 SERVING_ONLY = define(
     "FLEET012", "Training budgets name classes Kueue can reach: a class whose pools are all reserved "
-    "for serving cannot be budgeted.",
+    "for serving cannot be budgeted, nor a time-sliced or MPS class on a DRA cluster (it gets no DeviceClass).",
     "budgets:\n- {cluster: onprem, class: h100, guaranteed: 4}",
     "budgets:\n- {cluster: onprem, class: h200, guaranteed: 4}   # h200 pool is serving: true", scope=Scope.TEAM)
 BUDGET_TWICE = define(
@@ -78,7 +79,13 @@ def check_budget_twice(policy: Policy, team: Team) -> Iterator[Diagnostic]:
 @checks(SERVING_ONLY)
 def check_training_class(policy: Policy, team: Team) -> Iterator[Diagnostic]:
     for i, b, cls in _budget_classes(policy, team):
-        if not cls.training_pools:
+        if dra_active(policy.clusters[b.cluster]) and cls.mode.dra_device_type is None:
+            yield SERVING_ONLY.diag(f"class {b.class_!r} on {b.cluster!r} is a {cls.cut} cut, which gets no DeviceClass "
+                                    "on a DRA cluster (DRA011): no job can claim it, so this budget can never be used",
+                                    team.src.locate(("spec", "budgets", i, "class")),
+                                    hint="budget a full-card or MIG class of this cluster (the fleet's warning DRA011 "
+                                         "names the pool)")
+        elif not cls.training_pools:
             yield SERVING_ONLY.diag(f"class {b.class_!r} on {b.cluster!r} exists only on serving-reserved pools "
                                     f"({', '.join(cls.serving_pools)})",
                                     team.src.locate(("spec", "budgets", i, "class")),
