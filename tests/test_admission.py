@@ -345,10 +345,11 @@ def test_namespace_labels_are_guarded(vaps, namespaces) -> None:
     old = namespaces["nlp-train"]
     new = copy.deepcopy(old)
     new["metadata"]["labels"]["data-class.gpupolicy.dev/public"] = "true"
-    d = run(vaps, namespaces, new, old=old, operation="UPDATE", user="alice")
-    assert d.allowed and any("data-class.gpupolicy.dev/public of namespace nlp-train" in w for w in d.warnings)
+    d = run(vaps, namespaces, new, old=old, operation="UPDATE", user="alice")  # the demo's mode: Deny
+    assert not d.allowed and any("data-class.gpupolicy.dev/public of namespace nlp-train" in m for m in d.denials)
     argo = "system:serviceaccount:argocd:argocd-application-controller"
-    assert not run(vaps, namespaces, new, old=old, operation="UPDATE", user=argo).warnings
+    by_argo = run(vaps, namespaces, new, old=old, operation="UPDATE", user=argo)
+    assert by_argo.allowed and not by_argo.warnings
     other = copy.deepcopy(old)
     other["metadata"]["labels"]["owner"] = "alice"
     assert not run(vaps, namespaces, other, old=old, operation="UPDATE", user="alice").warnings
@@ -361,7 +362,7 @@ def test_modes_map_to_validation_actions(vaps) -> None:
                if o["kind"] == "ValidatingAdmissionPolicyBinding"}
     assert actions == {"gpupolicy-required-labels": ["Deny", "Audit"], "gpupolicy-queue-name": ["Deny", "Audit"],
                        "gpupolicy-serving-isolation": ["Deny", "Audit"], "gpupolicy-gpu-backstop": ["Deny", "Audit"],
-                       "gpupolicy-namespace-labels": ["Warn", "Audit"]}
+                       "gpupolicy-namespace-labels": ["Deny", "Audit"]}  # the demo sets it Deny (OPS006)
     assert all("Deny" not in a or "Warn" not in a for a in ACTIONS.values())
 
 

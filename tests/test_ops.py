@@ -241,6 +241,20 @@ def test_ops006_backstop_warn(tmp_path: Path) -> None:
     assert find(diags, "OPS006").severity is Severity.WARNING
 
 
+def test_ops006_the_labels_the_backstop_trusts_only_warn(tmp_path: Path) -> None:
+    """The backstop exempts namespaces by their gpupolicy.dev/team label; with the label guard in
+    Warn (its default) anyone who may label a namespace can set one and take GPUs outside every
+    queue: OPS006 says so, on the admission block, until namespaceLabels is Deny (the demo's)."""
+    root = copy_demo(tmp_path)
+    mutate(root, "fleet.yaml", "      namespaceLabels: Deny", "      namespaceLabels: Warn")
+    _, diags = policy_at(root)
+    d = find(diags, "OPS006")
+    assert d.severity is Severity.WARNING and "namespaceLabels is 'Warn'" in d.message and "onprem, cloud" in d.message
+    assert d.location is not None and d.location.line == line_of(root, "fleet.yaml", "  admission:")
+    mutate(root, "fleet.yaml", "      namespaceLabels: Warn", "      namespaceLabels: Deny")
+    assert "OPS006" not in codes(policy_at(root)[1])
+
+
 def test_ops008_rwx_cache_without_storage_class(tmp_path: Path) -> None:
     root = copy_demo(tmp_path)
     mutate(root, "teams/search.yaml", "        storageClass: efs-sc  #", "        #")

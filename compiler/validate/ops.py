@@ -5,7 +5,8 @@
   idle: no ClusterQueue covers its resource, so Kueue never admits a workload for it, and nothing
   else may use it (the backstop). Reported as a warning and listed in REPORT.md
   (``idle_classes``).
-- OPS006 (fleet): the GPU backstop (``admission.modes.backstop``) is ``Deny``. In ``Warn`` a
+- OPS006 (fleet): the GPU backstop (``admission.modes.backstop``) is ``Deny``, and so is the
+  namespace-label guard (``namespaceLabels``) whose labels decide which namespaces it exempts. In ``Warn`` a
   namespace gpupolicy does not manage can take GPUs Kueue counts as free (on DRA clusters by a
   ResourceClaim no quota sees; on device-plugin clusters by ``nvidia.com/gpu``): a
   ValidatingAdmissionPolicyBinding with ``validationActions: [Warn]`` admits the request
@@ -40,7 +41,8 @@ IDLE_CLASS = define(
     "# a100-80gb-mig-2g.20gb: 32 slices\nbudgets:\n- {cluster: onprem, class: a100-80gb-mig-2g.20gb, guaranteed: 8}",
     "# a100-80gb-mig-2g.20gb: 32 slices, no team budgets it", Severity.WARNING, scope=Scope.POLICY)
 BACKSTOP = define(
-    "OPS006", "The GPU backstop denies: namespaces gpupolicy does not manage cannot take GPUs Kueue counts as free.",
+    "OPS006", "The GPU backstop denies: namespaces gpupolicy does not manage cannot take GPUs Kueue counts as free; "
+    "so does the namespace-label guard it trusts (a namespace's gpupolicy.dev labels exempt it from the backstop).",
     "admission:\n  modes: {backstop: Deny}", "admission:\n  modes: {backstop: Warn}",
     Severity.WARNING, scope=Scope.FLEET)
 DRIVER_ROOT = define(
@@ -112,6 +114,14 @@ def check_backstop(policy: Policy) -> Iterator[Diagnostic]:
             "take GPUs that Kueue counts as free",
             policy.fleet_src.locate(("spec", "admission", "modes", "backstop")),
             hint="set admission.modes.backstop: Deny once the Warn/Audit rollout is over")
+    elif gpu_clusters and policy.fleet.spec.admission.modes.namespace_labels != "Deny":
+        mode = policy.fleet.spec.admission.modes.namespace_labels
+        yield BACKSTOP.diag(
+            f"namespaceLabels is {mode!r}: on {', '.join(gpu_clusters)} the backstop exempts a namespace by its "
+            "gpupolicy.dev/team label, which anyone who may label a namespace can set to take GPUs outside every queue",
+            policy.fleet_src.locate(("spec", "admission"), key=True),
+            hint="set admission.modes.namespaceLabels: Deny once ArgoCD's service account and admission.labelWriters "
+                 "are confirmed (its Warn findings name who changed a label)")
 
 
 @checks(RWX_CACHE)
