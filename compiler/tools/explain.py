@@ -31,12 +31,14 @@ def explain_team(policy: Policy, name: str) -> str:
             lenders = [f"{o.team} ({o.lendable})" for o in others if o.lendable > 0]
             if free := borrowable_spare(policy, cluster).get(e.gpu_class):
                 lenders.append(f"the unguaranteed GPUs of Cohort {spare_cohort(policy, cluster)} ({free})")
-            reclaimers = [o.team for o in others if (o.guaranteed.value or 0) > 0]
+            # only a queue that lends can take back what it lent: one with nothing lendable never
+            # lends, so it reclaims nothing from this team
+            reclaimers = [o.team for o in others if o.lendable > 0]
             if e.borrow.value == 0:
-                lenders, why = [], "nobody (borrow limit 0)"
-            else:
-                why = "nobody (no one lends this class)"
-            lines.append(f"    may borrow from: {', '.join(lenders) or why}")
+                lines.append("    may borrow from: nobody (borrow limit 0): it runs within its guarantee, which no other "
+                             "queue reclaims")
+                continue
+            lines.append(f"    may borrow from: {', '.join(lenders) or 'nobody (no one lends this class)'}")
             # Fair sharing is on (compiler.policy.kueue_manager, preemptionStrategies
             # LessThanOrEqualToFinalShare/LessThanInitialShare): besides the queues that lent them,
             # any queue of the cohort tree below its fair share may preempt a borrower above it,
