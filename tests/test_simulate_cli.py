@@ -84,6 +84,20 @@ def test_simulate_usage_errors_exit_2(demo_repo: Path) -> None:
     assert r.returncode == 1 and "no such trace file" in r.stderr
 
 
+def test_a_row_naming_a_tier_its_team_may_not_use_is_refused(demo_repo: Path) -> None:
+    """production is reserved for nlp (the fleet's reservedFor): recsys's namespace carries no
+    priority.gpupolicy.dev/production label, so the gpupolicy-priority admission policy would
+    refuse a recsys job naming it; the simulator says so at the row instead of admitting it."""
+    t = trace(demo_repo, TRACE.replace("0,7200,8,recsys,h100-80gb,,recsys-1",
+                                       "0,7200,8,recsys,h100-80gb,production,recsys-1"))
+    r = run_cli("simulate", "--trace", t, "--cluster", "onprem", "--from-out", cwd=demo_repo)
+    assert r.returncode == 1
+    assert "trace.csv:4: priority tier 'production' is not one namespace 'recsys-train' may use (allowed: " \
+           "preemptible, standard)" in r.stderr, r.stderr
+    ok = run_cli("simulate", "--trace", trace(demo_repo), "--cluster", "onprem", "--from-out", cwd=demo_repo)
+    assert ok.returncode == 0, ok.stderr  # nlp-urgent names production, which nlp may use
+
+
 def _budget_change(tmp_path: Path) -> Path:
     """A git repo of the demo policies, committed, with nlp's guarantee lowered in the work tree."""
     import os

@@ -29,7 +29,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import yaml
 
 from compiler.cel.quantity import QuantityError, parse_quantity
-from compiler.policy.labels import LABEL_DEFAULT_PRIORITY
+from compiler.policy.labels import LABEL_DEFAULT_PRIORITY, PRIORITY_PREFIX
 
 # libyaml's safe loader where PyYAML has it: the same objects as ``yaml.safe_load_all``, ~10x
 # faster (the Kueue objects of one cluster of 1,000 teams, ~1,800 files, took ~3.5 s to read with
@@ -109,6 +109,9 @@ class KueueSetup:
     strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
     excluded_prefixes: tuple[str, ...] = ()
     default_tiers: dict[str, str] = field(default_factory=dict)  # namespace -> its team's default tier
+    # namespace -> the tiers its jobs may name (``priority.gpupolicy.dev/<tier>`` labels, which the
+    # gpupolicy-priority admission policy reads: compiler.lower.admission_priority)
+    allowed_tiers: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def default_tier(self, cq: str, namespace: str = "") -> str:
         """The tier a job without one would carry: its namespace's ``gpupolicy.dev/priority``, else
@@ -119,6 +122,12 @@ class KueueSetup:
             if q == cq and ns in self.default_tiers:
                 return self.default_tiers[ns]
         return ""
+
+    def job_namespace(self, cq: str, namespace: str = "") -> str:
+        """The namespace a job of ``cq`` runs in: its own, else the first with a LocalQueue to ``cq``."""
+        if namespace:
+            return namespace
+        return next((ns for (ns, _), q in sorted(self.local_queues.items()) if q == cq), "")
 
     def resource_of_flavor(self, cq: str, flavor: str) -> list[str]:
         spec = self.queues[cq]
@@ -208,8 +217,14 @@ def add_object(setup: KueueSetup, obj: Mapping[str, Any]) -> None:
         setup.local_queues[(str(meta.get("namespace", "")), str(meta["name"]))] = str(obj["spec"]["clusterQueue"])
     elif kind == "WorkloadPriorityClass":
         setup.priorities[str(meta["name"])] = int(obj["value"])
-    elif kind == "Namespace" and (meta.get("labels") or {}).get(LABEL_DEFAULT_PRIORITY):
-        setup.default_tiers[str(meta["name"])] = str(meta["labels"][LABEL_DEFAULT_PRIORITY])
+    elif kind == "Namespace":
+        labels = meta.get("labels") or {}
+        if labels.get(LABEL_DEFAULT_PRIORITY):
+            setup.default_tiers[str(meta["name"])] = str(labels[LABEL_DEFAULT_PRIORITY])
+        tiers = frozenset(str(k)[len(PRIORITY_PREFIX):] for k, v in labels.items()
+                          if str(k).startswith(PRIORITY_PREFIX) and str(v) == "true")
+        if tiers:
+            setup.allowed_tiers[str(meta["name"])] = tiers
     elif kind == "Application" and str(meta.get("name", "")).endswith("-kueue-chart"):
         _manager_config(setup, obj)
 

@@ -9,7 +9,7 @@
 | ``gpus`` | GPUs (units of the class) the job requests (> 0) |
 | ``team`` | the team (= its ClusterQueue); or a trace name mapped by the mapping file |
 | ``class`` | GPU class ID (= ResourceFlavor name); empty = the mapping's or the team's first class |
-| ``priority`` | WorkloadPriorityClass name or an integer; empty = the mapping's ``priority``, else the team's default tier (its Namespace's ``gpupolicy.dev/priority``, see ``objects``), else 0 |
+| ``priority`` | WorkloadPriorityClass name or an integer; empty = the mapping's ``priority``, else the team's default tier (its Namespace's ``gpupolicy.dev/priority``, see ``objects``), else 0; a tier the job's namespace may not use (its ``priority.gpupolicy.dev/<tier>`` labels) is an error: admission would refuse the job |
 | ``namespace`` | optional: the job's namespace; its LocalQueue decides the ClusterQueue |
 | ``name`` | optional job name (default ``job-<line>``) |
 
@@ -97,6 +97,12 @@ class _Builder:
         if not text:
             return 0, ""
         if text in self.setup.priorities:
+            ns = self.setup.job_namespace(cq, namespace)
+            allowed = self.setup.allowed_tiers.get(ns)
+            if allowed is not None and text not in allowed:
+                self.fail(where, f"priority tier {text!r} is not one namespace {ns!r} may use (allowed: "
+                                 f"{', '.join(sorted(allowed))}): the gpupolicy-priority admission policy refuses "
+                                 "the job; give the row an allowed tier, or map it in the mapping file's priority:")
             return self.setup.priorities[text], text
         try:
             return int(text), text
