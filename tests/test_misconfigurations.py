@@ -222,6 +222,20 @@ def test_no_team_claims_a_namespace_gpupolicy_installs_into(tmp_path: Path, name
     assert vision.location is not None and vision.location.line == line_of(root, "teams/vision.yaml", "clusters: [onprem]", 1)
 
 
+def test_no_team_claims_the_namespace_of_a_gateway_serving_routes_through(tmp_path: Path) -> None:
+    """nlp's chat routes through Gateway inference-gateway in gateway-system on onprem: the platform's
+    namespace. A team claiming it (here vision, for training) would get a Role, a LocalQueue and
+    quota there, beside a Gateway every team's routes attach to: FLEET004 on the claim, naming the
+    team whose serving routes through it. Two teams routing through one namespace is fine."""
+    root = copy_demo(tmp_path)
+    mutate(root, "teams/vision.yaml", "- name: vision-train", "- name: gateway-system")
+    found = [d for d in compile_dir(root).diagnostics if d.code == "FLEET004"]
+    assert [(d.location.file, d.severity) for d in found if d.location] == [("policies/teams/vision.yaml", Severity.ERROR)]
+    assert found[0].message == ("namespace 'gateway-system' on 'onprem' hosts the Gateway its serving 'chat' routes "
+                                "through (team 'nlp', policies/teams/nlp.yaml): it is the platform's, not a team namespace")
+    assert compile_dir(copy_demo(tmp_path / "demo")).ok  # nlp and search both route through gateway-system
+
+
 @pytest.mark.parametrize("length", [55, 56])
 def test_a_team_name_too_long_for_its_serving_namespace(tmp_path: Path, length: int) -> None:
     """<team>-serving is a namespace name (a DNS label, 63 characters): a team of 56 characters that

@@ -33,6 +33,7 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {  # demo edits that give the 
     "claim": [("teams/vision.yaml", "- name: vision-train", "- name: nlp-train")],  # FLEET004, twice
     "system": [("teams/vision.yaml", "- name: vision-train", "- name: kube-system")],  # FLEET004, system
     "addon": [("teams/vision.yaml", "- name: vision-train", "- name: dra-driver-nvidia-gpu")],  # FLEET004, add-on
+    "gateway": [("teams/vision.yaml", "- name: vision-train", "- name: gateway-system")],  # FLEET004, a Gateway's
 }
 
 

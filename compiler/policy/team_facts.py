@@ -11,8 +11,9 @@ of teams at a time (``compiler.policy.summaries``): each reads the fleet and one
 - ``LENDABLE`` and ``WORST_BORROW``: per (cluster, class) the GPUs the queues can lend, and the
   largest borrowing limit plus its own team's lendable GPUs (KUEUE004: a limit no cohort can
   lend shows there).
-- ``CLAIMS``: (cluster, namespace) -> the team and purpose that claim it, with ``CONFLICT`` when
-  one is claimed twice or is a system namespace (FLEET004).
+- ``CLAIMS``: (cluster, namespace) -> the team and purpose that claim it, and the namespaces of the
+  Gateways serving routes through (``GATEWAY``), with ``CONFLICT`` when one is claimed twice, is a
+  system namespace or hosts a Gateway (FLEET004).
 """
 
 from __future__ import annotations
@@ -130,7 +131,22 @@ def _claims(policy: Policy, team: Team) -> dict[tuple[str, str], tuple[str, str]
     for s in spec.serving:
         if s.cluster in clusters:
             claim(s.cluster, serving_namespace(name, spec.serving_namespace), "serving")
+    for hosted in gateway_namespaces(policy, team):  # no team's: equal among the teams routing there
+        if out.setdefault(hosted, GATEWAY) != GATEWAY:
+            out[CONFLICT] = GATEWAY
     return out
+
+
+GATEWAY = ("", "gateway")  # a CLAIMS value: a namespace some team's serving routes through a Gateway in
+
+
+def gateway_namespaces(policy: Policy, team: Team) -> dict[tuple[str, str], str]:
+    """(cluster, namespace) of each Gateway the team's serving routes through outside its own serving
+    namespace -> the deployment's name (the platform's namespace: no team may claim it, FLEET004)."""
+    spec, name = team.model.spec, team.model.metadata.name
+    own = serving_namespace(name, spec.serving_namespace)
+    return {(s.cluster, s.expose.gateway_namespace): s.name for s in spec.serving
+            if s.cluster in policy.clusters and s.expose is not None and s.expose.gateway_namespace not in (None, own)}
 
 
 def _claimed(into: dict[Any, tuple[str, str]], part: dict[Any, tuple[str, str]]) -> dict[Any, tuple[str, str]]:

@@ -18,7 +18,7 @@ from compiler.policy.graph import Policy, Team, reserved_namespace, serving_name
 from compiler.policy.multikueue_topology import is_manager
 from compiler.policy.priorities import tiers_by_name
 from compiler.policy.summaries import gather
-from compiler.policy.team_facts import CLAIMS, CONFLICT
+from compiler.policy.team_facts import CLAIMS, CONFLICT, gateway_namespaces
 from compiler.validate.cascade import unresolved
 from compiler.validate.related import related
 from compiler.validate.teams import data_classes_by_name
@@ -327,6 +327,9 @@ def check_namespace_claims(policy: Policy) -> Iterator[Diagnostic]:
         return
     clusters = policy.clusters
     owners: dict[tuple[str, str], Claim] = {}  # (cluster, ns) -> (team, purpose, file, where)
+    for team in policy.teams:  # the platform's namespaces some team's serving routes through a Gateway in
+        for key, dep in gateway_namespaces(policy, team).items():
+            owners.setdefault(key, (team.name, f"the Gateway its serving {dep!r} routes through", team.src, ()))
     for team in policy.teams:
         t, src = team.model, team.src
         name = t.metadata.name
@@ -360,6 +363,11 @@ def _claim(policy: Policy, owners: dict[tuple[str, str], Claim], cluster: str, n
     prev = owners.get((cluster, ns))
     if prev is None:
         owners[(cluster, ns)] = (team, purpose, src, at)
+    elif prev[1].startswith("the Gateway"):
+        yield NAMESPACE_CLAIM.diag(f"namespace {ns!r} on {cluster!r} hosts {prev[1]} (team {prev[0]!r}, "
+                                   f"{prev[2].path}): it is the platform's, not a team namespace", src.locate(at),
+                                   hint="pick a namespace of the team's own (a team namespace gets a Role and a quota "
+                                        "that would apply to the Gateway's namespace)")
     elif prev[:2] != (team, purpose):
         who = f"team {prev[0]!r} ({prev[2].path})" if prev[0] != team else "this team"
         yield NAMESPACE_CLAIM.diag(f"namespace {ns!r} on {cluster!r} is already claimed by {who} for {prev[1]}",
