@@ -211,20 +211,59 @@ def test_drift(case: str, cluster: str, node: str, fn: Any, expected: tuple[str,
     assert expected in findings, findings
 
 
+STATIC_SHORT = ("(a static NodePool, replicas: 6, that Karpenter has not filled: is its StaticCapacity feature "
+                "gate on?)")
+
+
 def test_pool_size() -> None:
     p = demo()
     onprem = [n for n in full_cluster(p, "onprem") if n["metadata"]["name"] != "h100-train-7"]
     report = check_nodes(p, "onprem", onprem)
     assert drift(report.findings) == [(None, "pool-size", "7 of 8 declared nodes")]
-    # Karpenter pools shrink with demand: fewer nodes is information, more is drift
-    cloud = [n for n in full_cluster(p, "cloud") if n["metadata"]["name"] != "l4-dev-5"]
+    # Karpenter pools launched on demand shrink with demand: fewer nodes is information, more is drift
+    cloud = [n for n in full_cluster(p, "cloud") if n["metadata"]["name"] != "l40s-serve-1"]
     extra = copy.deepcopy(cloud[0])
     extra["metadata"]["name"] = "h100-burst-9"
     report = check_nodes(p, "cloud", cloud + [extra])
     assert [(f.pool, f.severity, f.message) for f in report.findings] == [
         ("h100-burst", DRIFT, "3 nodes, 2 declared: quotas count only the declared ones"),
-        ("l4-dev", INFO, "5 of 6 declared nodes"),
+        ("l40s-serve", INFO, "1 of 2 declared nodes"),
     ]
+
+
+def test_a_static_karpenter_pool_short_of_nodes_is_drift() -> None:
+    """l4-dev is time-sliced, so a static NodePool (``replicas: 6``, OPS003): Karpenter holds six
+    nodes and Kueue's quota counts 6 x 4 x 4 shares; fewer is drift, as on a cluster without
+    Karpenter. The full-card pools are launched on demand and stay information."""
+    p = demo()
+    assert [(pc.pool, pc.on_demand) for pc in pool_contracts(p, "cloud")] == [
+        ("h100-burst", True), ("l4-dev", False), ("l40s-serve", True)]
+    assert not any(pc.on_demand for pc in pool_contracts(p, "onprem"))  # not provisioned by Karpenter
+    cloud = [n for n in full_cluster(p, "cloud") if n["metadata"]["name"] != "l4-dev-5"]
+    assert [(f.pool, f.severity, f.message) for f in check_nodes(p, "cloud", cloud).findings] == [
+        ("l4-dev", DRIFT, f"5 of 6 declared nodes {STATIC_SHORT}")]
+    report = check_nodes(p, "cloud", [])
+    assert report.drift
+    assert [(f.pool, f.severity, f.message) for f in report.findings] == [
+        ("h100-burst", INFO, "0 of 2 declared nodes"),
+        ("l4-dev", DRIFT, f"0 of 6 declared nodes {STATIC_SHORT}"),
+        ("l40s-serve", INFO, "0 of 2 declared nodes"),
+    ]
+
+
+def test_every_pool_of_a_dra_karpenter_cluster_is_static(tmp_path: Path) -> None:
+    p = build(write_fleet(tmp_path, """
+        - name: full
+          model: h100-80gb
+          nodes: 2
+          gpusPerNode: 8
+          cut: {mode: full}
+          karpenter: {nodeClass: gpu}
+    """, kube="1.34", provisioner="karpenter", dra=True))
+    (pc,) = pool_contracts(p, "c1")
+    assert not pc.on_demand  # Karpenter cannot simulate ResourceClaims
+    ((_, severity, message),) = [(f.pool, f.severity, f.message) for f in check_nodes(p, "c1", []).findings]
+    assert severity == DRIFT and message.startswith("0 of 2 declared nodes (a static NodePool, replicas: 2")
 
 
 def test_in_progress_and_unlabelled_nodes_are_info(tmp_path: Path) -> None:
@@ -247,6 +286,149 @@ def test_in_progress_and_unlabelled_nodes_are_info(tmp_path: Path) -> None:
         ("n1", INFO, "MIG reconfiguration pending"),
         ("n2", DRIFT, "matches the nodeLabels of pool rack7 but has no gpupolicy.dev/pool label"),
     ]
+
+
+# --- nodes without the pool label, on both GPU paths -------------------------------------------
+
+NODE_FIXTURES = Path(__file__).parent / "fixtures" / "nodes"
+
+
+def dra_node(name: str = "gpu-h100-07") -> dict[str, Any]:
+    """An H100 node of onprem's h100-train pool as ``kubectl get nodes -o json`` shows it on a DRA
+    cluster: GFD's labels and the node contract, no ``nvidia.com/*`` capacity (fixtures/nodes/SOURCES.md)."""
+    (node,) = json.loads((NODE_FIXTURES / "onprem-h100-dra.json").read_text())["items"]
+    node["metadata"]["name"] = node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    return node
+
+
+def onprem_with(p: Policy, node: dict[str, Any]) -> list[dict[str, Any]]:
+    """onprem as contracted, h100-train-7 replaced by ``node``."""
+    return [n for n in full_cluster(p, "onprem") if n["metadata"]["name"] != "h100-train-7"] + [node]
+
+
+def stray(node: dict[str, Any]) -> dict[str, Any]:
+    """The node without anything gpupolicy or its labelling set: a GPU node nobody put in a pool."""
+    labels = node["metadata"]["labels"]
+    for key in [k for k in labels if k.startswith("gpupolicy.dev/") or k == "nvidia.com/mig.config"]:
+        del labels[key]
+    return node
+
+
+LOST_POOL = "carries the node contract of pool {} but no gpupolicy.dev/pool label: no flavor or serving deployment selects it"
+OUTSIDE = "GPU node outside every pool (no gpupolicy.dev/pool label)"
+
+
+def test_a_dra_node_export_satisfies_the_contract() -> None:
+    p = demo()
+    node = dra_node()
+    assert not any(k.startswith("nvidia.com/") for k in node["status"]["capacity"])  # GPUs are ResourceSlices
+    report = check_nodes(p, "onprem", onprem_with(p, node))
+    assert report.findings == [] and next(pc for pc in report.pools if pc.pool == "h100-train").found == 8
+
+
+def test_a_dra_node_that_lost_its_pool_label_is_named() -> None:
+    p = demo()
+    node = dra_node()
+    del node["metadata"]["labels"]["gpupolicy.dev/pool"]
+    report = check_nodes(p, "onprem", onprem_with(p, node))
+    assert [(f.pool, f.node, f.severity, f.message) for f in report.findings] == [
+        ("h100-train", "gpu-h100-07", DRIFT, LOST_POOL.format("h100-train")),
+        ("h100-train", None, DRIFT, "7 of 8 declared nodes"),
+    ]
+    text = render_text(report)
+    assert ("pool h100-train: 7 of 8 nodes\n"
+            f"  DRIFT gpu-h100-07: {LOST_POOL.format('h100-train')}\n"
+            "  DRIFT -: 7 of 8 declared nodes\n") in text
+
+
+def test_a_device_plugin_node_that_lost_its_pool_label_is_named_alike() -> None:
+    p = demo()
+    nodes = full_cluster(p, "cloud")
+    del next(n for n in nodes if n["metadata"]["name"] == "h100-burst-1")["metadata"]["labels"]["gpupolicy.dev/pool"]
+    assert [(f.pool, f.node, f.severity, f.message) for f in check_nodes(p, "cloud", nodes).findings] == [
+        ("h100-burst", "h100-burst-1", DRIFT, LOST_POOL.format("h100-burst")),
+        ("h100-burst", None, INFO, "1 of 2 declared nodes"),  # launched on demand
+    ]
+
+
+# What makes a node without the pool label a GPU node: each piece of evidence alone.
+EVIDENCE = [
+    ("GFD product and count", {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8"}, {}),
+    ("GFD product", {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, {}),
+    ("GFD count", {"nvidia.com/gpu.count": "8"}, {}),
+    ("GPU Operator gpu.present", {"nvidia.com/gpu.present": "true"}, {}),
+    ("device-plugin allocatable", {}, {"nvidia.com/gpu": "8"}),
+    ("allocatable MIG devices", {}, {"nvidia.com/mig-3g.40gb": "16"}),
+]
+
+
+def _bare(name: str, labels: dict[str, str], allocatable: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
+            "status": {"capacity": {"cpu": "96", **allocatable}, "allocatable": {"cpu": "95", **allocatable}}}
+
+
+@pytest.mark.parametrize(("labels", "allocatable"), [e[1:] for e in EVIDENCE], ids=[e[0] for e in EVIDENCE])
+@pytest.mark.parametrize("cluster", ["onprem", "cloud"])  # DRA, device plugin
+def test_a_stray_gpu_node_is_named_on_both_paths(cluster: str, labels: dict[str, str],
+                                                 allocatable: dict[str, str]) -> None:
+    p = demo()
+    report = check_nodes(p, cluster, full_cluster(p, cluster) + [_bare("stray-0", labels, allocatable)])
+    assert [(f.pool, f.node, f.severity, f.message) for f in report.findings] == [
+        (None, "stray-0", INFO, OUTSIDE)]
+    assert "outside the contract:\n  INFO  stray-0: " + OUTSIDE in render_text(report)
+
+
+def test_the_stray_dra_node_from_the_export() -> None:
+    p = demo()
+    report = check_nodes(p, "onprem", full_cluster(p, "onprem") + [stray(dra_node("gpu-h100-99"))])
+    assert [(f.node, f.severity, f.message) for f in report.findings] == [("gpu-h100-99", INFO, OUTSIDE)]
+
+
+@pytest.mark.parametrize("labels", [{}, {"nvidia.com/gpu.present": "false"}, {"nvidia.com/gpu.count": "0"},
+                                    {"nvidia.com/gpu.product": ""}, {"feature.node.kubernetes.io/pci-8086.present": "true"}],
+                         ids=["none", "present false", "count 0", "empty product", "other PCI"])
+def test_a_cpu_node_is_not_a_gpu_node(labels: dict[str, str]) -> None:
+    p = demo()
+    cpu = _bare("cpu-0", labels, {"nvidia.com/gpu": "0"})
+    assert check_nodes(p, "onprem", full_cluster(p, "onprem") + [cpu]).findings == []
+
+
+def test_a_lost_pool_label_shared_by_two_pools_names_both(tmp_path: Path) -> None:
+    """Two full-card H100 pools on a DRA cluster carry the same contract but for the pool label
+    (one class, no device-plugin config): the node is named with both candidates."""
+    p = build(write_fleet(tmp_path, """
+        - name: rack-a
+          model: h100-80gb
+          nodes: 1
+          gpusPerNode: 8
+          cut: {mode: full}
+        - name: rack-b
+          model: h100-80gb
+          nodes: 1
+          gpusPerNode: 8
+          cut: {mode: full}
+    """, kube="1.34", dra=True))
+    a, b = pool_contracts(p, "c1")
+    assert {k: v for k, v in a.labels.items() if k != "gpupolicy.dev/pool"} == \
+        {k: v for k, v in b.labels.items() if k != "gpupolicy.dev/pool"}
+    node = good_node(a, "n1")
+    del node["metadata"]["labels"]["gpupolicy.dev/pool"]
+    findings = check_nodes(p, "c1", [node, good_node(b, "n2")]).findings
+    assert [(f.pool, f.node, f.severity, f.message, f.expected) for f in findings] == [
+        (None, "n1", DRIFT, LOST_POOL.format("rack-a or rack-b"), ["rack-a", "rack-b"]),
+        ("rack-a", None, DRIFT, "0 of 1 declared nodes", 1),
+    ]
+
+
+def test_mig_config_alone_does_not_place_a_node_in_a_pool() -> None:
+    """The GPU Operator labels every MIG-capable node ``nvidia.com/mig.config=all-disabled``: a
+    stray H100 that carries only that is outside every pool, not h100-train's."""
+    p = demo()
+    node = stray(dra_node("gpu-h100-99"))
+    node["metadata"]["labels"]["nvidia.com/mig.config"] = "all-disabled"
+    findings = check_nodes(p, "onprem", full_cluster(p, "onprem") + [node]).findings
+    assert [(f.node, f.severity, f.message) for f in findings] == [("gpu-h100-99", INFO, OUTSIDE)]
 
 
 def test_real_gfd_labels_match_the_contract(tmp_path: Path) -> None:
@@ -310,6 +492,33 @@ def test_cli_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
                                 "message": "missing label gpupolicy.dev/class=h100-80gb"}]
 
 
+def test_cli_nodes_on_a_dra_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The reviewer's two onprem cases through the command: exit 1 naming the node that lost its
+    pool label; a stray GPU node is named too, as on a device-plugin cluster (information)."""
+    p = demo()
+    node = dra_node()
+    del node["metadata"]["labels"]["gpupolicy.dev/pool"]
+    path = _write(tmp_path, onprem_with(p, node))
+    assert main(["nodes", str(path), "--root", str(REPO), "--cluster", "onprem", "--output", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert {"severity": "drift", "kind": "label", "pool": "h100-train", "node": "gpu-h100-07",
+            "key": "gpupolicy.dev/pool", "expected": "h100-train",
+            "message": LOST_POOL.format("h100-train")} in doc["findings"]
+    path = _write(tmp_path, full_cluster(p, "onprem") + [stray(dra_node("gpu-h100-99"))])
+    assert main(["nodes", str(path), "--root", str(REPO)]) == 0  # cluster guessed from the pool labels
+    out = capsys.readouterr().out
+    assert f"outside the contract:\n  INFO  gpu-h100-99: {OUTSIDE}\nno drift\n" in out
+
+
+def test_cli_nodes_static_pool_without_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, [])
+    assert main(["nodes", str(path), "--root", str(REPO), "--cluster", "cloud"]) == 1
+    out = capsys.readouterr().out
+    assert f"pool l4-dev: 0 of 6 nodes\n  DRIFT -: 0 of 6 declared nodes {STATIC_SHORT}\n" in out
+    assert "pool h100-burst: 0 of 2 nodes\n  INFO  -: 0 of 2 declared nodes\n" in out
+    assert out.endswith("1 drift finding(s)\n")
+
+
 @pytest.mark.parametrize(("content", "args", "message"), [
     ("not json", [], "cannot read nodes"),
     ('{"items": [{"kind": "Node", "metadata": {}}]}', [], "no metadata.name"),
@@ -327,8 +536,9 @@ def test_cli_nodes_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 def test_parse_and_render() -> None:
     p = demo()
-    one = good_node(contract(p, "cloud", "l4-dev"), "x")
+    one = good_node(contract(p, "cloud", "h100-burst"), "x")
     report = check_nodes(p, "cloud", [one])
     text = render_text(report)
-    assert "pool l4-dev: 1 of 6 nodes\n  INFO  -: 1 of 6 declared nodes\n" in text
-    assert json.loads(render_json(report))["drift"] is False
+    assert "pool h100-burst: 1 of 2 nodes\n  INFO  -: 1 of 2 declared nodes\n" in text
+    assert f"pool l4-dev: 0 of 6 nodes\n  DRIFT -: 0 of 6 declared nodes {STATIC_SHORT}\n" in text
+    assert json.loads(render_json(report))["drift"] is True

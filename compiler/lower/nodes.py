@@ -78,13 +78,6 @@ DISRUPTION_BUDGETS: list[dict[str, Any]] = [
 ]
 
 
-def is_static(policy: Policy, cluster: str, pc: PoolContract) -> bool:
-    """Karpenter cannot launch nodes for this pool on demand (module docstring)."""
-    if policy.clusters[cluster].dra:
-        return True
-    return any(resource != FULL_GPU and n > 0 for resource, n in pc.resources.items())
-
-
 def node_pool(policy: Policy, cluster: str, pc: PoolContract) -> dict[str, Any] | None:
     pool = next(p for p in policy.clusters[cluster].pools if p.name == pc.pool)
     kp = pool.karpenter
@@ -111,7 +104,7 @@ def node_pool(policy: Policy, cluster: str, pc: PoolContract) -> dict[str, Any] 
     if pc.taints:
         template_spec["taints"] = [t.as_dict() for t in pc.taints]
     np = obj(KARPENTER_API, "NodePool", pc.pool, labels={LABEL_POOL: pc.pool})
-    static = is_static(policy, cluster, pc)
+    static = not pc.on_demand  # Karpenter cannot launch this pool's nodes on demand (module docstring)
     spec: dict[str, Any] = {}
     if static:
         spec["replicas"] = pc.nodes

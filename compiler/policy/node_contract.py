@@ -86,6 +86,11 @@ class PoolContract:
     resources: dict[str, int] = field(default_factory=dict)  # extended resources per node (0 = none)
     mig_layout: str | None = None
     device_plugin_config: str | None = None
+    # Karpenter launches the pool's nodes as pods need them (a NodePool without ``replicas``):
+    # ``nodes`` is then a ceiling, not a count. False for static NodePools (``replicas = nodes``,
+    # ``on_demand_pool``) and on clusters gpupolicy does not provision: there ``nodes`` is how many
+    # nodes exist.
+    on_demand: bool = False
 
     def mig_products(self, product: str) -> dict[str, str]:
         """``nvidia.com/mig-<profile>.product`` values on a node whose board reads ``product``."""
@@ -191,7 +196,18 @@ def pool_contract(policy: Policy, cluster: Cluster, pool: NodePool) -> PoolContr
         resources={} if cluster.dra else dict(sorted(resources.items())),
         mig_layout=layout,
         device_plugin_config=None if cluster.dra else pool.name,
+        on_demand=on_demand_pool(cluster, resources),
     )
+
+
+def on_demand_pool(cluster: Cluster, resources: dict[str, int]) -> bool:
+    """Whether Karpenter can launch the pool's nodes on demand. Karpenter simulates scheduling with
+    an instance type's ``nvidia.com/gpu`` only (karpenter#729): it cannot launch for time-sliced,
+    MPS or MIG resources, nor for DRA claims, so such pools, and every pool of a DRA cluster, are
+    static NodePools that hold ``replicas = nodes`` (``compiler.lower.nodes``)."""
+    if cluster.provisioner != "karpenter" or cluster.dra:
+        return False
+    return all(resource == FULL_GPU or n == 0 for resource, n in resources.items())
 
 
 @per_policy  # asked by the node agents, the runtime section and the contract files per cluster

@@ -12,16 +12,12 @@ from compiler.policy.node_contract import pool_contracts
 from compiler.serving.plan import deployments
 from compiler.validate.ops import idle_classes
 
-FULL_GPU = "nvidia.com/gpu"
-
 
 def static_pools(policy: Policy, cluster: str) -> list[str]:
-    """Karpenter pools rendered with ``replicas`` (``compiler.lower.nodes.is_static``'s rule)."""
-    c = policy.clusters[cluster]
-    if c.provisioner != "karpenter":
+    """Karpenter pools rendered with ``replicas`` (``compiler.policy.node_contract.on_demand_pool``)."""
+    if policy.clusters[cluster].provisioner != "karpenter":
         return []
-    return [pc.pool for pc in pool_contracts(policy, cluster)
-            if c.dra or any(r != FULL_GPU and n > 0 for r, n in pc.resources.items())]
+    return [pc.pool for pc in pool_contracts(policy, cluster) if not pc.on_demand]
 
 
 def prerequisites(policy: Policy, cluster: str) -> list[str]:

@@ -2,8 +2,21 @@
 
 Findings are ``drift`` (the generated objects will not work as the policy says: exit 1) or
 ``info`` (worth knowing, not wrong: GPU Feature Discovery labels not there yet, a MIG
-reconfiguration in progress, a Karpenter pool scaled below its declared size). Pure functions
-over parsed JSON; the CLI reads the file and prints.
+reconfiguration in progress, a GPU node outside every pool, a Karpenter pool launched on demand
+scaled below its declared size). Pure functions over parsed JSON; the CLI reads the file and
+prints.
+
+A pool short of nodes is drift wherever its declared ``nodes`` is a count: Kueue's quotas are
+``nodes x gpusPerNode``, so admitted work waits for GPUs that are not there. That holds on clusters
+gpupolicy does not provision and for Karpenter's static NodePools (``replicas = nodes``: a shortfall
+means Karpenter could not launch them, e.g. its ``StaticCapacity`` feature gate is off); only a pool
+Karpenter launches on demand (``PoolContract.on_demand``) is expected to shrink with demand.
+
+A node without ``gpupolicy.dev/pool`` is a GPU node if it advertises GPUs (device-plugin clusters)
+or if the NVIDIA stack labelled it one (``is_gpu_node``): on DRA clusters GPUs are ResourceSlice
+devices, never node capacity, so the labels are all a node export says. Such a node is named:
+as drift when it still carries the rest of a pool's node contract (it lost its pool label, and the
+pool's flavor no longer selects it), else as information (a GPU node outside every pool).
 """
 
 from __future__ import annotations
@@ -14,8 +27,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from compiler.policy.graph import Policy
-from compiler.policy.labels import LABEL_POOL, SERVING_NODE_LABEL, SERVING_TAINT_KEY
+from compiler.policy.labels import LABEL_MIG_CONFIG, LABEL_POOL, SERVING_NODE_LABEL, SERVING_TAINT_KEY
 from compiler.policy.node_contract import (
+    GFD_COUNT,
     GFD_PRODUCT,
     MIG_STATE,
     PoolContract,
@@ -24,6 +38,9 @@ from compiler.policy.node_contract import (
 
 DRIFT = "drift"
 INFO = "info"
+# Set by the GPU Operator on nodes where Node Feature Discovery found an NVIDIA PCI device
+# (NVIDIA/gpu-operator v26.7.0, controllers/state_manager.go: commonGPULabelKey, gpuNodeLabels).
+GPU_PRESENT = "nvidia.com/gpu.present"
 
 
 @dataclass(frozen=True)
@@ -74,6 +91,28 @@ def _quantity(value: Any) -> int | None:
         return int(str(value))
     except ValueError:
         return None
+
+
+def is_gpu_node(labels: dict[str, str], node: dict[str, Any]) -> bool:
+    """A node with NVIDIA GPUs, by what it advertises or by how the NVIDIA stack labelled it.
+
+    - capacity or allocatable of an ``nvidia.com/`` extended resource (the device plugin's full
+      cards, shares and MIG devices: device-plugin clusters only);
+    - ``nvidia.com/gpu.present=true`` (the GPU Operator, from Node Feature Discovery's PCI scan:
+      NVIDIA/gpu-operator v26.7.0, controllers/state_manager.go);
+    - ``nvidia.com/gpu.product`` or a positive ``nvidia.com/gpu.count``, which GPU Feature
+      Discovery writes for every node with GPUs (NVIDIA/k8s-device-plugin v0.20.0,
+      internal/lm/resource.go: ``NewGPUResourceLabeler`` -> ``baseLabeler``, none when the
+      count is 0). GFD keeps running on DRA clusters (README, "GPU Operator and the node
+      contract"), where no node advertises a GPU resource: the NVIDIA DRA driver publishes
+      GPUs as ResourceSlices.
+    """
+    status = node.get("status") or {}
+    for advertised in (status.get("capacity") or {}, status.get("allocatable") or {}):
+        if any(str(k).startswith("nvidia.com/") and (_quantity(v) or 0) > 0 for k, v in advertised.items()):
+            return True
+    return (labels.get(GPU_PRESENT) == "true" or bool(labels.get(GFD_PRODUCT))
+            or (_quantity(labels.get(GFD_COUNT, "")) or 0) > 0)
 
 
 def pool_guesses(policy: Policy, nodes: Iterable[dict[str, Any]]) -> list[str]:
@@ -162,7 +201,7 @@ def check_nodes(policy: Policy, cluster: str, nodes: list[dict[str, Any]]) -> No
         name, labels = _name(node), _labels(node)
         pool = labels.get(LABEL_POOL)
         if pool is None:
-            report.findings.extend(_unlabelled(c.pools, name, labels, node))
+            report.findings.extend(_unlabelled(c.pools, contracts.values(), name, labels, node))
             continue
         pc = contracts.get(pool)
         if pc is None:
@@ -175,29 +214,50 @@ def check_nodes(policy: Policy, cluster: str, nodes: list[dict[str, Any]]) -> No
         report.findings.extend(_check_taints(pc, name, _taints(node)))
         report.findings.extend(_check_gpus(policy, pc, name, labels))
         report.findings.extend(_check_resources(pc, name, node))
-    elastic = c.provisioner == "karpenter"  # Karpenter scales pools down to what pods need
     for pool, pc in contracts.items():
         found = len(members[pool])
         report.pools.append(PoolCount(pool, pc.nodes, found))
         if found < pc.nodes:
-            report.findings.append(Finding(INFO if elastic else DRIFT, "pool-size",
-                                           f"{found} of {pc.nodes} declared nodes", pool, None, None, pc.nodes, found))
+            report.findings.append(_short(pc, c.provisioner == "karpenter", found))
         elif found > pc.nodes:
             report.findings.append(Finding(DRIFT, "pool-size", f"{found} nodes, {pc.nodes} declared: quotas count "
                                            "only the declared ones", pool, None, None, pc.nodes, found))
     return report
 
 
-def _unlabelled(pools: Iterable[Any], name: str, labels: dict[str, str], node: dict[str, Any]) -> Iterable[Finding]:
+def _short(pc: PoolContract, karpenter: bool, found: int) -> Finding:
+    """A pool with fewer nodes than declared (module docstring: drift unless launched on demand)."""
+    text = f"{found} of {pc.nodes} declared nodes"
+    if pc.on_demand:  # Karpenter scales it down to what pods need
+        return Finding(INFO, "pool-size", text, pc.pool, None, None, pc.nodes, found)
+    if karpenter:
+        text += (f" (a static NodePool, replicas: {pc.nodes}, that Karpenter has not filled: is its "
+                 "StaticCapacity feature gate on?)")
+    return Finding(DRIFT, "pool-size", text, pc.pool, None, None, pc.nodes, found)
+
+
+def _carries_contract(pc: PoolContract, labels: dict[str, str]) -> bool:
+    """The node carries every label of the pool's contract but the pool label itself, and at least
+    one of them says more than ``nvidia.com/mig.config`` (which the GPU Operator sets to
+    ``all-disabled`` on any MIG-capable node)."""
+    rest = {k: v for k, v in pc.labels.items() if k != LABEL_POOL}
+    return bool(set(rest) - {LABEL_MIG_CONFIG}) and all(labels.get(k) == v for k, v in rest.items())
+
+
+def _unlabelled(pools: Iterable[Any], contracts: Iterable[PoolContract], name: str, labels: dict[str, str],
+                node: dict[str, Any]) -> Iterable[Finding]:
     for p in pools:
         if p.node_labels and all(labels.get(k) == v for k, v in p.node_labels.items()):
             yield Finding(DRIFT, "label", f"matches the nodeLabels of pool {p.name} but has no {LABEL_POOL} label",
                           p.name, name, LABEL_POOL, p.name, None)
             return
-    capacity = (node.get("status") or {}).get("capacity") or {}
-    gpu = labels.get("nvidia.com/gpu.present") == "true" or any(
-        k.startswith("nvidia.com/") and (_quantity(v) or 0) > 0 for k, v in capacity.items())
-    if gpu:
+    owners = [pc.pool for pc in contracts if _carries_contract(pc, labels)]
+    if owners:
+        pool = owners[0] if len(owners) == 1 else None
+        yield Finding(DRIFT, "label", f"carries the node contract of pool {' or '.join(owners)} but no {LABEL_POOL} "
+                      "label: no flavor or serving deployment selects it", pool, name, LABEL_POOL,
+                      owners[0] if len(owners) == 1 else owners, None)
+    elif is_gpu_node(labels, node):
         yield Finding(INFO, "unlabelled", f"GPU node outside every pool (no {LABEL_POOL} label)", None, name, LABEL_POOL)
 
 
