@@ -46,6 +46,16 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
+INTERNS_LEFT_BEHIND = (
+    "is no longer rendered, but Argo CD does not delete it (`argocd.argoproj.io/sync-options: Prune=false`): it stays "
+    "on the cluster, unmanaged, with everything in it Argo CD does not prune (jobs, workloads, Secrets, volumes); what "
+    "gpupolicy rendered in it is pruned (LocalQueue interns, ResourceQuota gpupolicy-reserved-priority, Role "
+    "gpupolicy-training, RoleBinding gpupolicy-training); it keeps its labels (`app.kubernetes.io/managed-by=gpupolicy`, "
+    "`gpupolicy.dev/team=interns`, `gpupolicy.dev/department=research`, `gpupolicy.dev/purpose=training` and 3 more), "
+    "so admission policies and selectors keyed on them still apply to it; its Application shows it OutOfSync until "
+    "someone deletes it")
+
+
 def test_per_team_deltas_and_flags(repo: Path) -> None:
     p = run_cli("diff", "--base", "HEAD~1", "--format", "json", cwd=repo)
     assert p.returncode == 0, p.stderr
@@ -58,8 +68,10 @@ def test_per_team_deltas_and_flags(repo: Path) -> None:
     assert vision["after"] == {"guaranteed": 12, "borrowable": None, "lendable": 4}
     assert teams["interns"]["status"] == "removed"
     assert teams["interns"]["budgets"][0]["after"] is None
-    flags = {(f["kind"], f["cluster"], f["obj"]) for f in report["flags"]}
-    assert ("destructive", "cloud", "Namespace interns-sandbox") in flags
+    flags = {(f["kind"], f["cluster"], f["obj"]): f["message"] for f in report["flags"]}
+    # the Namespace carries Prune=false: Argo CD leaves it (and its labels) on the cluster, it is not deleted
+    assert flags[("left-behind", "cloud", "Namespace interns-sandbox")] == INTERNS_LEFT_BEHIND
+    assert not [k for k in flags if k[0] == "destructive"]
     assert ("in-use", "cloud", "ClusterQueue interns") in flags
     assert "out/cloud/kueue/localqueue.interns-sandbox.interns.yaml" in report["removed"]
     modified = {m["path"]: m["diff"] for m in report["modified"]}
@@ -78,8 +90,11 @@ def test_markdown_for_a_pr_comment(repo: Path) -> None:
     assert "- isolation: `exclusive` → `isolated`" in md
     assert "### ⚠️ Changes a sync cannot apply in place" in md and "kueue.x-k8s.io/resource-in-use" in md
     assert "```diff" in md
+    assert "| left-behind | cloud | `Namespace interns-sandbox` | is no longer rendered, but Argo CD does not delete it" in md
+    assert "still apply to it" in md and "destructive" not in md and "deletes every object" not in md
     text = run_cli("diff", "--base", "HEAD~1", "--format", "text", cwd=repo).stdout
-    assert "! destructive: cloud: Namespace interns-sandbox" in text
+    assert f"! left-behind: cloud: Namespace interns-sandbox {INTERNS_LEFT_BEHIND}\n" in text
+    assert "destructive" not in text
 
 
 def test_no_change(repo: Path) -> None:
@@ -148,6 +163,67 @@ def test_flags_rename_and_move() -> None:
     flags = {(f.kind, f.obj): f.message for f in find_flags(base, head)}
     assert "ClusterQueue computer-vision" in flags[("rename", "ClusterQueue vision")]
     assert "`kueue` to `multikueue`" in flags[("moved", "AdmissionCheck mk")]
+
+
+KEEP = {"argocd.argoproj.io/sync-options": "Prune=false"}
+
+
+def _core(kind: str, name: str, namespace: str | None = None, annotations: dict[str, str] | None = None,
+          labels: dict[str, str] | None = None) -> Manifest:
+    return Manifest("onprem", "namespaces", obj("v1", kind, name, namespace=namespace, labels=labels,
+                                                annotations=annotations))
+
+
+def test_removed_objects_argo_cd_prunes_are_destructive() -> None:
+    """No ``Prune=false`` (or another prune option): the removal deletes, and says so."""
+    base = _tree(_core("Namespace", "scratch"), _core("PersistentVolumeClaim", "cache", "serving"),
+                 _core("Namespace", "confirm", annotations={"argocd.argoproj.io/sync-options": "Prune=confirm"}))
+    flags = {(f.kind, f.obj): f.message for f in find_flags(base, {})}
+    assert flags == {
+        ("destructive", "Namespace scratch"): "is removed: deleting a Namespace deletes every object in it (jobs, "
+                                              "workloads, model-cache volumes)",
+        ("destructive", "Namespace confirm"): "is removed: deleting a Namespace deletes every object in it (jobs, "
+                                              "workloads, model-cache volumes)",
+        ("destructive", "PersistentVolumeClaim serving/cache"): "is removed: its volume and data may be deleted",
+    }
+
+
+def test_removed_objects_argo_cd_never_prunes_are_left_behind() -> None:
+    """``Prune=false`` read from each object, whatever its kind and wherever it sits in the option list."""
+    base = _tree(
+        _core("Namespace", "search-eval", annotations=KEEP, labels={"gpupolicy.dev/team": "search"}),
+        _kueue("LocalQueue", "search", {"clusterQueue": "search"}, "search-eval"),
+        _core("PersistentVolumeClaim", "chat-model-cache", "search-eval", annotations=KEEP),  # left behind itself
+        _core("ConfigMap", "notes", "elsewhere",
+              annotations={"argocd.argoproj.io/sync-options": "ServerSideApply=true, Prune=false"}),
+    )
+    flags = {(f.kind, f.obj): f.message for f in find_flags(base, {})}
+    assert set(flags) == {("left-behind", "Namespace search-eval"),
+                          ("left-behind", "PersistentVolumeClaim search-eval/chat-model-cache"),
+                          ("left-behind", "ConfigMap elsewhere/notes")}
+    ns = flags[("left-behind", "Namespace search-eval")]
+    assert ns.startswith("is no longer rendered, but Argo CD does not delete it "
+                         "(`argocd.argoproj.io/sync-options: Prune=false`): it stays on the cluster, unmanaged, "
+                         "with everything in it Argo CD does not prune")
+    assert "what gpupolicy rendered in it is pruned (LocalQueue search)" in ns  # not the PVC: it stays
+    assert "it keeps its labels (`app.kubernetes.io/managed-by=gpupolicy`, `gpupolicy.dev/team=search`)" in ns
+    assert "admission policies and selectors keyed on them still apply to it" in ns
+    assert "deletes every object" not in ns
+    pvc = flags[("left-behind", "PersistentVolumeClaim search-eval/chat-model-cache")]
+    assert "unmanaged, with its volume and data;" in pvc and "pruned (" not in pvc
+    assert flags[("left-behind", "ConfigMap elsewhere/notes")].startswith(
+        "is no longer rendered, but Argo CD does not delete it (`argocd.argoproj.io/sync-options: Prune=false`): "
+        "it stays on the cluster, unmanaged; it keeps its labels")
+
+
+def test_a_renamed_namespace_leaves_the_old_one_behind() -> None:
+    labels = {"gpupolicy.dev/team": "search", "gpupolicy.dev/purpose": "training"}
+    base = _tree(_core("Namespace", "search-eval", annotations=KEEP, labels=labels))
+    head = _tree(_core("Namespace", "search-evals", annotations=KEEP, labels=labels))
+    flags = {(f.kind, f.obj): f.message for f in find_flags(base, head)}
+    assert set(flags) == {("left-behind", "Namespace search-eval"), ("rename", "Namespace search-eval")}
+    assert flags[("rename", "Namespace search-eval")].startswith(
+        "looks renamed to `Namespace search-evals`: that is a create, and the old one is left behind (Prune=false)")
 
 
 def test_fleet_defaults_change_is_counted(repo: Path) -> None:

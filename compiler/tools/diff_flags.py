@@ -12,6 +12,13 @@
   rename (workloads, quota usage and status do not move along).
 - ``moved``: the same object now rendered by another component, i.e. owned by another Application.
 - ``destructive``: removing a Namespace or a PersistentVolumeClaim deletes data.
+- ``left-behind``: a removed object that carries ``argocd.argoproj.io/sync-options: Prune=false``
+  (as gpupolicy's Namespaces and model-cache PVCs do, ``compiler.lower.namespaces.KEEP_ON_PRUNE``)
+  is not deleted: Argo CD skips its prune and shows the Application OutOfSync ("The app will be
+  out of sync if Argo CD expects a resource to be pruned", argo-cd docs/user-guide/sync-options.md,
+  "No Prune Resources"). It stays on the cluster, unmanaged, with its labels, so whatever selects
+  on them (admission policy bindings, quotas) still applies to it. Read from the object's own
+  annotation, so any kind is covered; such objects are never flagged ``destructive``.
 """
 
 from __future__ import annotations
@@ -43,6 +50,14 @@ IMMUTABLE: dict[str, tuple[tuple[str, ...], ...]] = {
 # TAS flavors: nodeLabels/tolerations are immutable once topologyName is set (RF CRD v1beta2 CEL).
 TAS_FLAVOR = (("spec", "topologyName"), ("spec", "nodeLabels"), ("spec", "tolerations"))
 IN_USE_KINDS = ("ResourceFlavor", "ClusterQueue", "AdmissionCheck", "Topology")
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"  # a comma list, each item trimmed (sync-options.md)
+NO_PRUNE = "Prune=false"
+# What stays with a left-behind object of these kinds (any other kind: the object alone).
+KEPT_WITH = {
+    "Namespace": "with everything in it Argo CD does not prune (jobs, workloads, Secrets, volumes)",
+    "PersistentVolumeClaim": "with its volume and data",
+}
+LABELS_SHOWN = 4
 
 Key = tuple[str, str, str, str]  # cluster, kind, namespace, name
 
@@ -54,6 +69,32 @@ def _get(o: Mapping[str, Any], path: tuple[str, ...]) -> Any:
             return None
         cur = cur.get(p)
     return cur
+
+
+def never_pruned(o: Mapping[str, Any]) -> bool:
+    """Argo CD never prunes the object: its own ``argocd.argoproj.io/sync-options`` lists ``Prune=false``."""
+    value = _get(o, ("metadata", "annotations", SYNC_OPTIONS))
+    return isinstance(value, str) and NO_PRUNE in (item.strip() for item in value.split(","))
+
+
+def _few(items: list[str], limit: int) -> str:
+    return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def left_behind(k: Key, m: Manifest, pruned_inside: list[Key]) -> str:
+    """What happens to a removed object Argo CD does not prune (``pruned_inside``: the removed
+    objects in it, for a Namespace, that Argo CD does prune)."""
+    text = (f"is no longer rendered, but Argo CD does not delete it (`{SYNC_OPTIONS}: {NO_PRUNE}`): it stays on "
+            "the cluster, unmanaged")
+    if k[1] in KEPT_WITH:
+        text += f", {KEPT_WITH[k[1]]}"
+    if pruned_inside:
+        text += f"; what gpupolicy rendered in it is pruned ({_few([f'{u[1]} {u[3]}' for u in pruned_inside], 4)})"
+    labels = _get(m.obj, ("metadata", "labels"))
+    if isinstance(labels, Mapping) and labels:
+        text += (f"; it keeps its labels ({_few([f'`{n}={v}`' for n, v in labels.items()], LABELS_SHOWN)}), so "
+                 "admission policies and selectors keyed on them still apply to it")
+    return text + "; its Application shows it OutOfSync until someone deletes it"
 
 
 def key(m: Manifest) -> Key:
@@ -127,7 +168,7 @@ def _users(found: list[tuple[str, Key]]) -> list[Key]:
 
 @dataclass(frozen=True)
 class Flag:
-    kind: str  # immutable | in-use | dangling | rename | moved | destructive
+    kind: str  # immutable | in-use | dangling | rename | moved | destructive | left-behind
     cluster: str
     obj: str  # "Kind namespace/name"
     message: str
@@ -172,7 +213,8 @@ def find_flags(base: Mapping[str, Manifest], head: Mapping[str, Manifest],
                                   f"and recreated{extra}; {REPLACE_HINT}"))
     old_refs = _merged(shared.refs, was.refs)
     new_refs = _merged(shared.refs, now.refs)
-    for k in sorted(only_old.keys() - new.keys()):
+    removed = sorted(only_old.keys() - new.keys())
+    for k in removed:
         if k[1] in IN_USE_KINDS:
             users = [u for u in _users(old_refs.get((k[0], k[1], k[3]), [])) if u != k]
             if users:
@@ -180,7 +222,11 @@ def find_flags(base: Mapping[str, Manifest], head: Mapping[str, Manifest],
                                   f"is removed while {', '.join(shown(u) for u in users)} used it: Kueue keeps it "
                                   "Terminating (finalizer kueue.x-k8s.io/resource-in-use) until no workload uses it; "
                                   "update the referrers first and let running workloads drain"))
-        if k[1] == "Namespace":
+        if never_pruned(old[k].obj):
+            inside = [u for u in removed if k[1] == "Namespace" and u[0] == k[0] and u[2] == k[3]
+                      and not never_pruned(old[u].obj)]
+            flags.append(Flag("left-behind", k[0], shown(k), left_behind(k, old[k], inside)))
+        elif k[1] == "Namespace":
             flags.append(Flag("destructive", k[0], shown(k),
                               "is removed: deleting a Namespace deletes every object in it (jobs, workloads, "
                               "model-cache volumes)"))
@@ -212,7 +258,9 @@ def _renames(only_old: Mapping[Key, Manifest], only_new: Mapping[Key, Manifest],
         if g in used or c in used:
             continue
         used |= {g, c}
+        how = ("a create, and the old one is left behind (Prune=false)" if never_pruned(old[g].obj)
+               else "a delete and a create")
         out.append(Flag("rename", g[0], shown(g),
-                        f"looks renamed to `{shown(c)}`: that is a delete and a create; workloads, quota usage and "
+                        f"looks renamed to `{shown(c)}`: that is {how}; workloads, quota usage and "
                         "status do not move to the new object"))
     return out
