@@ -16,6 +16,7 @@ from compiler.policy.cohorts import spare_capacity, spare_cohort, used_departmen
 from compiler.policy.graph import Policy, Team
 from compiler.policy.labels import LABEL_CLASS, LABEL_POOL, LABEL_PURPOSE, LABEL_TEAM
 from compiler.policy.multikueue_topology import admission_check_for
+from compiler.policy.node_contract import pool_classes
 from compiler.policy.queues import resource_groups, training_namespaces
 from compiler.policy.versions import KUEUE_API
 
@@ -24,12 +25,21 @@ from compiler.policy.versions import KUEUE_API
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
-def flavor_node_labels(cls: GpuClass) -> dict[str, str]:
-    """Select the class's training pools by compiler-owned labels (never gpu.product)."""
+def flavor_node_labels(policy: Policy, cluster: str, cls: GpuClass) -> dict[str, str]:
+    """Select the class's training pools by compiler-owned labels (never gpu.product): its pool,
+    and its class whenever the nodes carry one (a pool of one class: the node contract), so a
+    job's ``gpupolicy.dev/class`` selector decides its flavor. Kueue's flavor assignment compares
+    a job's node selector with a flavor's ``nodeLabels`` only on the keys the flavor has
+    (``flavorSelector``, pkg/scheduler/flavorassigner/flavorassigner.go, kubernetes-sigs/kueue
+    v0.19.2): with the pool alone, a job selecting class l40s was assigned the flavor of another
+    full-card class on the same ``nvidia.com/gpu`` (listed first), then pinned to that class's
+    pool, where it can never schedule."""
     pools = cls.training_pools
-    if len(pools) == 1:
-        return {LABEL_POOL: pools[0]}
-    return {LABEL_CLASS: cls.id}
+    if len(pools) != 1:
+        return {LABEL_CLASS: cls.id}  # several pools: each carries this one class (FLEET010)
+    if pool_classes(policy, cluster, pools[0]) == [cls.id]:
+        return {LABEL_CLASS: cls.id, LABEL_POOL: pools[0]}
+    return {LABEL_POOL: pools[0]}  # a pool of several classes (MIG): each has a resource of its own
 
 
 def lower_flavors(policy: Policy, cluster: str) -> list[Manifest]:
@@ -38,7 +48,7 @@ def lower_flavors(policy: Policy, cluster: str) -> list[Manifest]:
         if not cls.training_pools:
             continue  # serving-only classes never get a flavor: Kueue must not reach them
         rf = obj(KUEUE_API, "ResourceFlavor", cls.id, labels={LABEL_CLASS: cls.id})
-        rf["spec"] = {"nodeLabels": flavor_node_labels(cls), "tolerations": [dict(GPU_TOLERATION)]}
+        rf["spec"] = {"nodeLabels": flavor_node_labels(policy, cluster, cls), "tolerations": [dict(GPU_TOLERATION)]}
         out.append(Manifest(cluster, "kueue", rf, (policy.fleet_src.path,)))
     return out
 

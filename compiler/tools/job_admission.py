@@ -62,8 +62,21 @@ def admit(policy: Policy, team_name: str, cluster: str, shape: dict[str, int]) -
     chosen: list[tuple[str, str]] = []
     classes = policy.classes.get(cluster, {})
     spare = borrowable_spare(policy, cluster)  # GPUs no team is guaranteed, lent by the root Cohort
-    # a class ID stands for its resource on this cluster (``h100-80gb=4``)
-    shape = {classes[k].resource if k in classes else k: v for k, v in shape.items()}
+    # a class ID stands for its resource on this cluster (``h100-80gb=4``), and for a job that
+    # selects the class (``gpupolicy.dev/class``): only that class's flavor is tried, as Kueue
+    # tries only the flavors whose nodeLabels agree (compiler.lower.kueue.flavor_node_labels); a
+    # resource named as such may take any flavor that covers it, in the ClusterQueue's order
+    wanted: dict[str, str] = {}
+    by_resource: dict[str, int] = {}
+    for k, v in shape.items():
+        resource = classes[k].resource if k in classes else k
+        if k in classes:
+            if resource in wanted:
+                return Verdict(False, (f"{wanted[resource]} and {k} are both {resource}: a job requests a resource "
+                                       "once, so it selects one class",))
+            wanted[resource] = k
+        by_resource[resource] = by_resource.get(resource, 0) + v
+    shape = by_resource
     for resource, amount in sorted(shape.items()):
         if resource.startswith(excluded):
             continue
@@ -79,7 +92,9 @@ def admit(policy: Policy, team_name: str, cluster: str, shape: dict[str, int]) -
         fits = None
         attempts: list[str] = []
         for flavor in group["flavors"]:
-            res = flavor["resources"][0]
+            if resource in wanted and flavor["name"] != wanted[resource]:
+                continue
+            res = next(r for r in flavor["resources"] if r["name"] == resource)
             nominal = int(res["nominalQuota"])
             others = [o for o in policy.allocation.for_class(cluster, flavor["name"]) if o.team != team_name]
             lendable = sum(o.lendable for o in others) + spare.get(flavor["name"], 0)
@@ -94,7 +109,10 @@ def admit(policy: Policy, team_name: str, cluster: str, shape: dict[str, int]) -
                 f"{borrowable} (others and the unguaranteed pool lend {lendable}, limit "
                 f"{'none' if limit is None else limit}) = "
                 f"{nominal + borrowable}; physical capacity {cls.capacity if cls else '?'}")
-        if fits is None:
+        if fits is None and not attempts:  # the class asked for is not among the queue's flavors
+            reasons.append(f"{wanted[resource]} is not covered by ClusterQueue {team_name} on {cluster} (its "
+                           f"{resource} flavors: {', '.join(f['name'] for f in group['flavors'])})")
+        elif fits is None:
             reasons += attempts
         else:
             chosen.append((resource, fits))
