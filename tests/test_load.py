@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,46 @@ def test_oversized_file_is_refused() -> None:
 def test_yaml_12_scalars() -> None:
     src, diags = load_text("f.yaml", b"a: yes\nb: 0x10\nc: 1_000\nd: ~\ne: 1.5\nf: true\n")
     assert not diags and src is not None
-    assert src.data == {"a": "yes", "b": 16, "c": 1000, "d": None, "e": 1.5, "f": True}
+    assert src.data == {"a": "yes", "b": 16, "c": "1_000", "d": None, "e": 1.5, "f": True}
+
+
+# (written, value): YAML 1.2's core schema (yaml.org/spec/1.2.2, 10.3.2), what editors and the JSON
+# Schema read. ruamel's resolver tags YAML 1.1's forms as numbers too; they stay text here.
+CORE_SCALARS = [
+    ("8", 8), ("-8", -8), ("+8", 8), ("0", 0), ("0o17", 15), ("0x1F", 31), ("0x1f", 31),
+    ("1.5", 1.5), ("1.", 1.0), (".5", 0.5), ("-.5", -0.5), ("1e3", 1000.0), ("1.5E-2", 0.015),
+    (".inf", math.inf), ("-.Inf", -math.inf), ("+.INF", math.inf),
+    ("true", True), ("False", False), ("TRUE", True), ("~", None), ("null", None), ("NULL", None),
+    # YAML 1.1 only (or ruamel only): text under YAML 1.2
+    ("0b1000", "0b1000"), ("-0b1", "-0b1"), ("1_6", "1_6"), ("1_000", "1_000"), ("1__", "1__"),
+    ("+0x10", "+0x10"), ("-0x10", "-0x10"), ("0x_1F", "0x_1F"), ("+0o17", "+0o17"), ("0o1_7", "0o1_7"),
+    ("1_0.5", "1_0.5"), ("1_000e3", "1_000e3"), ("1:30", "1:30"), ("1:30.5", "1:30.5"), ("190:20:30", "190:20:30"),
+    ("yes", "yes"), ("No", "No"), ("on", "on"), ("OFF", "OFF"), ("y", "y"),
+    # a leading zero: octal 8 to YAML 1.1, 10 to YAML 1.2; kept as written (a number field refuses it)
+    ("010", "010"), ("-010", "-010"), ("08", "08"), ("00", "00"),
+    # an explicit tag holds the core forms only
+    ("!!int 8", 8), ("!!int 0b1000", "0b1000"), ("!!int 1_6", "1_6"), ("!!float 1", 1.0), ("!!float 1_0.5", "1_0.5"),
+    ("!!bool true", True), ("!!bool yes", "yes"), ("!!null ''", None), ("!!null nothing", "nothing"),
+    ("!!str 8", "8"), ("'0b1000'", "0b1000"), ('"1_6"', "1_6"),
+]
+
+
+@pytest.mark.parametrize(("written", "value"), CORE_SCALARS, ids=[w for w, _ in CORE_SCALARS])
+def test_plain_scalars_are_typed_by_yaml_12_core(written: str, value: object) -> None:
+    for text in (f"a: {written}\n", f"a: [{written}]\n"):  # block and flow; libyaml's path and ruamel's
+        src, diags = load_text("f.yaml", text.encode())
+        assert not diags and src is not None, diags
+        got = src.data["a"] if text.startswith("a: [") is False else src.data["a"][0]
+        assert type(got) is type(value) and got == value, (text, got)
+
+
+def test_nan_is_core() -> None:
+    for written in (".nan", ".NaN", ".NAN"):
+        src, _ = load_text("f.yaml", f"a: {written}\n".encode())
+        assert src is not None and math.isnan(src.data["a"])
+    src, _ = load_text("f.yaml", b"a: -.nan\n")  # no signed NaN in the core schema
+    assert src is not None and src.data["a"] == "-.nan"
+
 
 
 def test_positions_are_one_based() -> None:

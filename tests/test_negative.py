@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from helpers import compile_dir, copy_demo, find, line_of, mutate
 
+from compiler.diagnostics import Location
+
 # (case, file, old text, new text, rule, line needle (text on the expected line, after mutation))
 CASES = [
     ("unknown key with hint", "teams/vision.yaml", "  isolation: isolated", "  isolaton: isolated",
@@ -93,6 +95,43 @@ def test_negative(tmp_path: Path, case: str, rel: str, old: str, new: str, rule:
     if text is not None:
         assert d.location.line == line_of(root, where, text, occurrence), (d.location, d.message)
     assert d.message
+
+
+# Faults in how a file is written, located to the column: (case, file, old text, new text, rule, text on
+# the expected line, text at the expected column, what the message or hint must say)
+LOCATED = [
+    ("binary integer", "teams/vision.yaml", "guaranteed: 8", "guaranteed: 0b1000", "SCHEMA002",
+     "guaranteed: 0b1000", "0b1000", "write 8"),
+    ("underscore in an integer", "teams/vision.yaml", "guaranteed: 16", "guaranteed: 1_6", "SCHEMA002",
+     "guaranteed: 1_6", "1_6", "write 16"),
+    ("sexagesimal integer", "teams/vision.yaml", "guaranteed: 32", "guaranteed: 1:30", "SCHEMA002",
+     "guaranteed: 1:30", "1:30", "write 90"),
+    ("signed hex", "teams/vision.yaml", "lend: 4", "lend: +0x4", "SCHEMA002", "lend: +0x4", "+0x4", "write 4"),
+    ("underscore in a float", "fleet.yaml", "      weight: 2", "      weight: 2_0.5", "SCHEMA002", "weight: 2_0.5",
+     "2_0.5", "write 20.5"),
+    ("leading zero", "teams/vision.yaml", "guaranteed: 8", "guaranteed: 010", "SCHEMA002", "guaranteed: 010",
+     "010", "write 10 without the leading zero"),
+]
+
+
+@pytest.mark.parametrize(("case", "rel", "old", "new", "rule", "line_text", "col_text", "says"), LOCATED,
+                         ids=[c[0] for c in LOCATED])
+def test_written_faults_are_located_to_the_column(tmp_path: Path, case: str, rel: str, old: str, new: str, rule: str,
+                                                  line_text: str, col_text: str, says: str) -> None:
+    """A YAML 1.1 number form is text (YAML 1.2, as the JSON Schema and editors read it), refused
+    where a number is meant, with the number to write."""
+    root = copy_demo(tmp_path)
+    mutate(root, rel, old, new)
+    res = compile_dir(root)
+    assert not res.ok, f"{case}: expected failure"
+    d = find(res.diagnostics, rule)
+    line = line_of(root, rel, line_text)
+    col = (root / "policies" / rel).read_text().split("\n")[line - 1].index(col_text) + 1
+    assert d.location == Location(f"policies/{rel}", line, col), (d.location, d.message)
+    # a budget amount is a number or 'unlimited': one finding per alternative, at one place
+    there = [x for x in res.diagnostics if x.code == rule and x.location == d.location]
+    assert any(says in x.message or says in (x.hint or "") for x in there), [(x.message, x.hint) for x in there]
+    assert all(x.hint and "\n" not in x.message for x in there)
 
 
 def test_all_problems_are_collected(tmp_path: Path) -> None:

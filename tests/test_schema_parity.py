@@ -13,7 +13,10 @@ What a JSON Schema cannot say is listed in ``CROSS_FIELD`` with the reason; noth
 
 from __future__ import annotations
 
+import copy
 import json
+import math
+import re
 import typing
 from functools import cache
 from typing import Any, Literal
@@ -25,6 +28,7 @@ from field_seeds import Files, Scenario
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ValidationError
 
+from compiler.load.source import load_text
 from compiler.model.fields import LeafField, _members, _strip, leaf_fields
 from compiler.model.fleet import FleetFile
 from compiler.model.schemas import render_schemas
@@ -191,3 +195,87 @@ def test_the_reported_disagreements_are_gone() -> None:
     quoted = apply({"t": team}, Site(_scenarios()[0], "t", ("spec", "budgets", 0, "guaranteed"), True), "8")
     for doc in (bad_name["t"], quoted["t"]):
         assert compiler_accepts("Team", doc) is not None and not _validator("Team").is_valid(doc)
+
+
+# -- YAML as written: the loader's reading and an editor's (YAML 1.2) give one verdict ---------------
+
+def core_value(written: str) -> Any:
+    """A plain scalar as YAML 1.2's core schema types it (yaml.org/spec/1.2.2, 10.3.2), which is what
+    an editor's YAML parser hands the JSON Schema; written from the spec's table, not from the loader."""
+    if re.fullmatch(r"null|Null|NULL|~", written):
+        return None
+    if re.fullmatch(r"true|True|TRUE|false|False|FALSE", written):
+        return written.lower() == "true"
+    if re.fullmatch(r"[-+]?[0-9]+", written):
+        return int(written, 10)
+    if re.fullmatch(r"0o[0-7]+|0x[0-9a-fA-F]+", written):
+        return int(written[2:], 8 if written[1] == "o" else 16)
+    if re.fullmatch(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?", written):
+        return float(written)
+    if re.fullmatch(r"[-+]?\.(inf|Inf|INF)", written):
+        return float(written.replace(".", "").lower())
+    if re.fullmatch(r"\.(nan|NaN|NAN)", written):
+        return math.nan
+    return written
+
+
+# Number forms of YAML 1.1 (and of ruamel's lenient resolver) beside YAML 1.2's own, as plain scalars.
+WRITTEN = ["8", "+8", "-8", "0", "0o10", "0x10", "0x1f", "8.5", "1e1", "1.", ".5", ".inf", "-.inf", ".nan",
+           "0b1000", "-0b1", "1_6", "1_000", "16_", "1:30", "1:30.5", "190:20:30", "+0x10", "-0x10", "0x_10",
+           "+0o10", "0o1_0", "1_0.5", "1_000e3", "yes", "No", "on", "OFF", "y", "true", "null", "~", "eight"]
+# 010: octal 8 to YAML 1.1, 10 to YAML 1.2. The loader keeps it as written, so a number field refuses it
+# (with a hint to write 10) where an editor reads 10, and a text field takes it where an editor sees a
+# number: the one deliberate difference, listed in README ("Two things a per-field JSON Schema cannot say").
+LEADING_ZERO = ["010", "+010", "08", "00"]
+
+# (kind, file, line as committed, the line with {} for the written value, path of the value)
+PLACES = [
+    ("Team", "teams/vision.yaml", "      guaranteed: 8\n", "      guaranteed: {}\n",
+     ("spec", "budgets", 0, "guaranteed")),  # an integer
+    ("Team", "teams/vision.yaml", "      borrow: 8\n", "      borrow: {}\n",
+     ("spec", "budgets", 0, "borrow")),  # an integer or 'unlimited'
+    ("Fleet", "fleet.yaml", "      weight: 2\n", "      weight: {}\n", ("spec", "departments", 1, "weight")),  # a float
+    ("Team", "teams/vision.yaml", "  name: vision\n", "  name: vision\n  description: {}\n",
+     ("metadata", "description")),  # text
+]
+
+
+def _written_verdicts(kind: str, rel: str, line: str, template: str, path: tuple[str | int, ...],
+                      written: str) -> tuple[str | None, bool]:
+    """The compiler's verdict on the file with ``written`` in place (load and strict model
+    validation, as ``gpupolicy validate`` runs them) and the JSON Schema's on the value an editor reads."""
+    text = (REPO / "policies" / rel).read_text()
+    assert text.count(line) >= 1, line
+    src, diags = load_text(f"policies/{rel}", text.replace(line, template.format(written), 1).encode())
+    assert src is not None and not diags, diags
+    said = compiler_accepts(kind, src.data)
+    doc = copy.deepcopy(src.data)
+    cur = doc
+    for p in path[:-1]:
+        cur = cur[p]
+    cur[path[-1]] = core_value(written)
+    return said, _validator(kind).is_valid(doc)
+
+
+@pytest.mark.parametrize("place", PLACES, ids=[".".join(map(str, p[-1])) for p in PLACES])
+def test_yaml_as_written_gets_the_editors_verdict(place: tuple[Any, ...]) -> None:
+    """``guaranteed: 0b1000`` was 8 to the compiler (ruamel's resolver) and text to an editor (YAML
+    1.2), so the compiler accepted what the editor underlined. Every form, at a number and a text field."""
+    kind, rel, line, template, path = place
+    differ = []
+    for written in WRITTEN:
+        value = core_value(written)
+        said, schema = _written_verdicts(kind, rel, line, template, path, written)
+        if schema != (said is None) and not _json_integer(value) and not (isinstance(value, float) and math.isnan(value)):
+            differ.append(f"{written} (an editor reads {value!r}): schema {'accepts' if schema else 'rejects'}, "
+                          f"compiler {'accepts' if said is None else 'rejects (' + str(said) + ')'}")
+    assert not differ, "\n".join(differ)
+
+
+@pytest.mark.parametrize("written", LEADING_ZERO)
+def test_a_leading_zero_is_refused_where_a_number_is_meant(written: str) -> None:
+    for kind, rel, line, template, path in PLACES[:3]:
+        said, schema = _written_verdicts(kind, rel, line, template, path, written)
+        assert said is not None and schema, (written, path)  # stricter than the editor, on purpose
+    said, schema = _written_verdicts(*PLACES[3], written)
+    assert said is None and not schema  # text as written; an editor sees a number

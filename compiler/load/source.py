@@ -4,6 +4,10 @@ ruamel.yaml only *composes* the node graph (safe, YAML 1.2: ``yes`` stays a stri
 nodes into Python values is done here so that every hazard becomes a located diagnostic
 instead of an exception: non-UTF-8 bytes, tabs and syntax errors, several documents in one
 file, duplicate keys, unknown tags, merge keys, alias bombs and absurd nesting or size.
+
+Plain scalars are typed by YAML 1.2's core schema, as editors and the published JSON Schema read
+them, not by ruamel's resolver, which also takes YAML 1.1's number forms (``0b1000``, ``1_000``,
+``+0x1F``): those stay text (see ``_Converter.scalar``).
 """
 
 from __future__ import annotations
@@ -151,7 +155,20 @@ def _collect_blanks(data: Any, path: YamlPath, out: list[YamlPath]) -> None:
             _collect_blanks(v, path + (k,), out)
 
 
-_INT = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")
+# YAML 1.2's core schema (yaml.org/spec/1.2.2, 10.3.2), which editors (yaml-language-server) and the
+# JSON Schema in schemas/ read: the only number forms. ruamel's resolver tags more as int or float,
+# also for YAML 1.2: YAML 1.1's binary (0b1000), underscores (1_000, 1_0.5), a signed or separated
+# hex or octal (+0x1F, 0x_1F, -0o17): text to a YAML 1.2 reader, hence text here, which a field
+# that takes a number refuses (SCHEMA002, with yaml_hints' "write 8"). 1:30 (YAML 1.1's base 60)
+# is text to ruamel's 1.2 resolver already.
+_CORE_INT = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
+_CORE_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_CORE_SPECIAL = {
+    **{f"{sign}.{inf}": (-math.inf if sign == "-" else math.inf) for sign in ("", "+", "-") for inf in ("inf", "Inf", "INF")},
+    **{f".{nan}": math.nan for nan in ("nan", "NaN", "NAN")},
+}
+_CORE_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_CORE_NULL = frozenset({"", "~", "null", "Null", "NULL"})
 # Nodes come from ruamel or, for ordinary files, from libyaml (compiler.load.fast).
 _MAPPING = (MappingNode, libyaml_nodes.MappingNode)
 _SEQUENCE = (SequenceNode, libyaml_nodes.SequenceNode)
@@ -228,33 +245,34 @@ class _Converter:
         return out
 
     def scalar(self, node: ScalarNode, tag: str) -> Any:
+        """The value of a scalar by YAML 1.2's core schema: an int, float, bool or null tag (resolved
+        from a plain scalar, or explicit: ``!!int 8``) whose text is not that type's core form is
+        text, as a YAML 1.2 reader has it (``0b1000``, ``1_000``; ``!!bool yes``)."""
         value = str(node.value)
         if tag == "tag:yaml.org,2002:str" or tag == "!":
             return value
         if tag == "tag:yaml.org,2002:null":
-            return None
+            return None if value in _CORE_NULL else value
         if tag == "tag:yaml.org,2002:bool":
-            return value.lower() == "true"
+            return _CORE_BOOL.get(value, value)
         if tag == "tag:yaml.org,2002:int":
+            if not _CORE_INT.fullmatch(value):
+                return value
+            digits = value.lstrip("+-")
+            if len(digits) > 1 and digits[0] == "0" and digits[1].isdigit():
+                # 010: octal 8 to YAML 1.1, 10 to YAML 1.2. Text, so that where a number is meant
+                # it is refused (SCHEMA002, with a hint) rather than either reading guessed.
+                return value
             try:
-                clean = value.replace("_", "")
-                if _INT.match(value):
-                    return int(clean)
-                return int(clean, 0)
-            except ValueError:
+                if digits[:2] in ("0o", "0x"):
+                    return int(digits[2:], 8 if digits[1] == "o" else 16)
+                return int(value)
+            except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
                 return value
         if tag == "tag:yaml.org,2002:float":
-            low = value.lower().replace("_", "")
-            if low in (".inf", "+.inf"):
-                return math.inf
-            if low == "-.inf":
-                return -math.inf
-            if low == ".nan":
-                return math.nan
-            try:
-                return float(low)
-            except ValueError:
-                return value
+            if value in _CORE_SPECIAL:
+                return _CORE_SPECIAL[value]
+            return float(value) if _CORE_FLOAT.fullmatch(value) else value
         if tag == "tag:yaml.org,2002:timestamp":
             return value  # dates stay text; no policy field is a timestamp
         self.bad_tag(node, tag)
