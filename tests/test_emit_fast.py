@@ -137,6 +137,7 @@ LOADER_CASES = [
     "a: b: c\n", "a: [1, 2\n", "a: 1\na: 2\n", "\ta: 1\n", "a: !!str 1\n", "a: &x 1\nb: *x\n", "<<: {a: 1}\n",
     "%YAML 1.2\n---\na: 1\n", "a: 1\n---\nb: 2\n", "", "# only a comment\n", "just a scalar\n",
     "a: 0b1000\nb: 1_6\nc: +0x10\nd: 010\ne: 1_0.5\nf: 0o17\ng: [0x_1F, -0b1, 08, .5, 1.]\nh: TRUE\ni: .NaN\n",
+    "a: \"x\x1by\"\n", "a: 1\nb: x\x00\n", "a: 'x\ufeffy'\n", "%YAML 1.1\n---\na: yes\n", "a: &x 1\nb: &x 2\n",
 ]
 
 

@@ -44,6 +44,25 @@ def test_non_utf8_names_the_byte() -> None:
     assert (code, line, col) == ("LOAD002", 1, 10)
 
 
+@pytest.mark.parametrize(
+    ("raw", "line", "col"),
+    [
+        ("a: é\nb: ñ caf".encode() + b"\xe9\n", 2, 9),  # characters, not bytes: 'ñ' is two
+        (b"\xef\xbb\xbfname: caf\xe9\n", 1, 10),  # the byte order mark takes no column
+        (b"a: 1\rb: caf\xe9\r", 2, 7),  # a lone CR breaks a line, as the parser counts
+    ],
+)
+def test_non_utf8_is_located_in_characters(raw: bytes, line: int, col: int) -> None:
+    assert _one(raw) == ("LOAD002", line, col)
+
+
+def test_utf16_says_so() -> None:
+    src, diags = load_text("policies/teams/x.yaml", "a: 1\n".encode("utf-16"))
+    assert src is None and [d.code for d in diags] == ["LOAD002"]
+    assert diags[0].location == __import__("compiler.diagnostics").diagnostics.Location("policies/teams/x.yaml", 1, 1)
+    assert diags[0].hint is not None and "UTF-16" in diags[0].hint
+
+
 def test_alias_bomb_is_refused_quickly() -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     for i in range(1, 12):
@@ -105,6 +124,111 @@ def test_nan_is_core() -> None:
     src, _ = load_text("f.yaml", b"a: -.nan\n")  # no signed NaN in the core schema
     assert src is not None and src.data["a"] == "-.nan"
 
+
+def _located(text: str | bytes) -> tuple[str, int, int, str, str]:
+    raw = text.encode() if isinstance(text, str) else text
+    src, diags = load_text("policies/teams/x.yaml", raw)
+    assert src is None and len(diags) == 1, diags
+    d = diags[0]
+    assert d.location is not None and d.location.file == "policies/teams/x.yaml"
+    assert d.hint, d  # every loader finding says what to do
+    assert "\n" not in d.message and "position" not in d.message and "<unicode string>" not in d.message, d.message
+    return d.code, d.location.line, d.location.col, d.message, d.hint
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "col", "named"),
+    [
+        ('apiVersion: v\nmetadata:\n  description: "GPU \x1b[31m team"\n', 3, 21, "U+001B (ESC)"),  # quoted
+        ("apiVersion: v\nmetadata:\n  description: GPU \x1b[31m team\n", 3, 20, "U+001B (ESC)"),  # plain
+        ("a: 1\n\x1bb: 2\n", 2, 1, "U+001B (ESC)"),  # in a key
+        ("a: 1\nb: x\x00y\n", 2, 5, "U+0000 (NUL)"),
+        ("a: 1\n\x00", 2, 1, "U+0000 (NUL)"),
+        ("a: 1\nb: x\x07\n", 2, 5, "U+0007 (BEL)"),
+        ("a: 1\nb: x\x0cy\n", 2, 5, "U+000C (FF)"),
+        ("a: 1\nb: x\x7fy\n", 2, 5, "U+007F (DEL)"),
+        ("a: 1\nb: x\x9by\n", 2, 5, "U+009B (C1)"),
+        ("a: 1\nb: x\ufffe\n", 2, 5, "U+FFFE"),
+        ("a: 1\n# a comment \x1b\nb: 2\n", 2, 13, "U+001B"),  # in a comment too
+        ("a: é\nb: ü\x1b\n", 2, 5, "U+001B"),  # columns count characters, not bytes
+        ("a: 1\r\nb: 2\r\nc: x\x1b\r\n", 3, 5, "U+001B"),  # CRLF
+        ("a: 1\rb: 2\rc: x\x1b\r", 3, 5, "U+001B"),  # a lone CR breaks a line in YAML 1.2
+        ("a: 'x\u2028y'\nb: x\x1b\n", 2, 5, "U+001B"),  # LS is no line break in YAML 1.2
+        ("\ufeffa: x\x1b\n", 1, 5, "U+001B"),  # the leading byte order mark takes no column
+        ("a: 1\n...\n%YAML 1.2\n---\nb: x\x1b\n", 5, 5, "U+001B"),
+    ],
+)
+def test_a_character_yaml_forbids_is_located(text: str, line: int, col: int, named: str) -> None:
+    """ruamel's reader names a forbidden character by its index in the text ("position 205", at 1:1);
+    it is reported at its own line and column, named, on one line, with a hint."""
+    code, got_line, got_col, message, hint = _located(text)
+    assert (code, got_line, got_col) == ("LOAD001", line, col), message
+    assert named in message and "not even inside quotes" in message
+    assert "delete it" in hint
+
+
+def test_a_nul_at_the_start_suspects_utf16() -> None:
+    code, line, col, message, hint = _located("a: 1\n".encode("utf-16-be"))
+    assert (code, line, col) == ("LOAD001", 1, 1) and "U+0000" in message and "UTF-16" in hint
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "line", "col", "needle"),
+    [
+        ("\ufeff\ufeffa: 1\n", "LOAD001", 1, 1, "byte order mark"),  # a second one
+        ('a: 1\nb: "x\ufeffy"\n', "LOAD001", 2, 6, "byte order mark"),
+        ("a: 1\n\ufeffb: 2\n", "LOAD001", 2, 1, "byte order mark"),
+        ("%YAML 1.1\n---\na: yes\n", "LOAD001", 1, 1, "%YAML 1.1"),
+        ("# c\n%YAML 1.3\n---\na: 1\n", "LOAD001", 2, 1, "%YAML 1.3"),  # ruamel asserts on 1.3
+        ("%YAML 2.0\n---\na: 1\n", "LOAD001", 1, 1, "%YAML 2.0"),
+        ("a: 1\n...\n%YAML 1.1\n---\nb: 2\n", "LOAD001", 3, 1, "%YAML 1.1"),  # a later document's
+        ("%YAML 1.2\n%YAML 1.2\n---\na: 1\n", "LOAD001", 2, 1, "duplicate YAML directive"),
+        ("%YAML 1.2\na: 1\n", "LOAD001", 2, 1, "document start"),
+        ('a: "abc\n', "LOAD001", 2, 1, "from line 1, column 4"),
+        ('a: "\\q"\n', "LOAD001", 1, 6, "unknown escape"),
+        ("a: b: c\n", "LOAD001", 1, 5, "mapping values"),
+        ("a: {b: 1\n", "LOAD001", 2, 1, "flow mapping"),
+        ("a: *x\n", "LOAD001", 1, 4, "undefined alias"),
+        ("a: &x 1\nb: &x 2\nc: *x\n", "LOAD005", 2, 4, "anchor &x is defined twice"),
+        ("a: 1\n... x\n", "LOAD001", 2, 5, "after document end"),
+    ],
+)
+def test_every_loader_error_is_located_on_one_line(text: str, code: str, line: int, col: int, needle: str) -> None:
+    got = _located(text)
+    assert got[:3] == (code, line, col), got
+    assert needle in got[3], got[3]
+
+
+def test_a_reused_anchor_prints_no_warning(recwarn: pytest.WarningsRecorder) -> None:
+    _located("a: &x 1\nb: &x 2\n")
+    assert not recwarn.list
+
+
+def test_yaml_12_directive_is_accepted() -> None:
+    src, diags = load_text("f.yaml", b"%YAML 1.2\n---\na: 0b1\nb: 010\n")
+    assert not diags and src is not None and src.data == {"a": "0b1", "b": "010"}
+
+
+def test_text_position_agrees_with_ruamel_marks() -> None:
+    """A position found in the text (a forbidden character's index) and the parser's marks count
+    lines and columns alike: LF, CRLF and lone CR breaks, NEL/LS/PS inside lines, characters."""
+    from ruamel.yaml import YAML
+
+    from compiler.load.source import text_position
+
+    texts = ["a: 1\r\nb:\r  c: é\n  d: [x, 'y\u2028z', \"\x85\"]\r\ne: {f: 𝄞, g: 1}\n",
+             "\ufeffa: 1\nb: [x, é]\nc: 2\n", "- 1\r- 'a\r\n  b'\r\n- 3\n"]
+    for text in texts:
+        stack = [YAML(typ="safe", pure=True).compose(text)]
+        seen = 0
+        while stack:
+            node = stack.pop()
+            mark = node.start_mark
+            assert text_position(text, mark.index) == (mark.line + 1, mark.column + 1), (text, mark)
+            seen += 1
+            if isinstance(node.value, list):
+                stack += [x for item in node.value for x in (item if isinstance(item, tuple) else (item,))]
+        assert seen > 3
 
 
 def test_positions_are_one_based() -> None:

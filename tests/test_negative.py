@@ -100,6 +100,20 @@ def test_negative(tmp_path: Path, case: str, rel: str, old: str, new: str, rule:
 # Faults in how a file is written, located to the column: (case, file, old text, new text, rule, text on
 # the expected line, text at the expected column, what the message or hint must say)
 LOCATED = [
+    ("ESC in a quoted description", "teams/vision.yaml", "  name: vision\n",
+     '  name: vision\n  description: "Vision \x1b[31mteam"\n', "LOAD001", "description:", "\x1b", "U+001B (ESC)"),
+    ("ESC in a plain description", "teams/vision.yaml", "  name: vision\n",
+     "  name: vision\n  description: Vision \x1b[31mteam\n", "LOAD001", "description:", "\x1b", "U+001B (ESC)"),
+    ("NUL in a value", "teams/vision.yaml", "department: research", "department: re\x00search", "LOAD001",
+     "department:", "\x00", "U+0000 (NUL)"),
+    ("control character in a comment", "fleet.yaml", "apiVersion:", "# \x07\napiVersion:", "LOAD001", "# \x07",
+     "\x07", "U+0007 (BEL)"),
+    ("byte order mark inside", "teams/vision.yaml", "  name: vision", "  name: vis\ufeffion", "LOAD001",
+     "name: vis", "\ufeff", "byte order mark"),
+    ("YAML 1.1 directive", "teams/vision.yaml", "apiVersion:", "%YAML 1.1\n---\napiVersion:", "LOAD001", "%YAML",
+     "%", "%YAML 1.1"),
+    ("reused anchor", "teams/vision.yaml", "      borrow: 8\n      lend: 4",
+     "      borrow: &n 8\n      lend: &n 4", "LOAD005", "lend: &n", "&n", "defined twice"),
     ("binary integer", "teams/vision.yaml", "guaranteed: 8", "guaranteed: 0b1000", "SCHEMA002",
      "guaranteed: 0b1000", "0b1000", "write 8"),
     ("underscore in an integer", "teams/vision.yaml", "guaranteed: 16", "guaranteed: 1_6", "SCHEMA002",
@@ -118,8 +132,9 @@ LOCATED = [
                          ids=[c[0] for c in LOCATED])
 def test_written_faults_are_located_to_the_column(tmp_path: Path, case: str, rel: str, old: str, new: str, rule: str,
                                                   line_text: str, col_text: str, says: str) -> None:
-    """A YAML 1.1 number form is text (YAML 1.2, as the JSON Schema and editors read it), refused
-    where a number is meant, with the number to write."""
+    """A character YAML forbids is reported where it is (not at 1:1 as "position 205"), and a YAML
+    1.1 number form is text (YAML 1.2, as the JSON Schema and editors read it), refused where a
+    number is meant, with the number to write."""
     root = copy_demo(tmp_path)
     mutate(root, rel, old, new)
     res = compile_dir(root)

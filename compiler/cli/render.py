@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 from dataclasses import replace
@@ -52,8 +53,12 @@ _HEAD = 4096  # bytes read first to find a document's start (a header comment is
 _MAX_HEAD = 65536  # and at most, however long the comments; policy files are at most 1 MiB (LOAD006)
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # YAML 1.2's, as positions count lines; str.splitlines also breaks at
+# FF, VT, FS-RS, NEL, LS and PS, which are no line breaks to YAML 1.2 (and may sit inside quoted text)
+
+
 def _first_content(text: str) -> tuple[int, int] | None:
-    for n, raw in enumerate(text.splitlines(), 1):
+    for n, raw in enumerate(_LINE_BREAK.split(text), 1):
         stripped = raw.strip()
         if not stripped or stripped.startswith("#") or stripped.startswith("%") or stripped == "---":
             continue
@@ -125,7 +130,7 @@ def _frame(root: Path, d: Diagnostic, colour: bool) -> list[str]:
     if path.is_symlink() or not path.is_file():  # only the policy files themselves (LOAD009)
         return []
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = _LINE_BREAK.split(path.read_bytes().decode("utf-8", errors="replace"))
     except OSError:
         return []
     if loc.line > len(lines):
