@@ -52,6 +52,19 @@ def test_manager_objects(fed: Path) -> None:
             assert "admissionChecksStrategy" not in cq["spec"]
 
 
+def test_each_manager_marks_its_remote_workloads_with_its_own_origin(fed: Path) -> None:
+    """A manager's garbage collector deletes the remote workloads of its origin that have no local
+    counterpart, so two managers of one worker under Kueue's default origin would delete each
+    other's jobs: each manager's Configuration names itself (multiKueue.origin); workers set none."""
+    from compiler.policy.graph import Policy
+    from compiler.policy.kueue_manager import manager_config
+
+    res = compile_dir(fed)
+    assert isinstance(res.policy, Policy)
+    assert manager_config(res.policy, "hub")["multiKueue"] == {"origin": "hub"}
+    assert "multiKueue" not in manager_config(res.policy, "east")
+
+
 def test_workers_mirror_manager_queues(fed: Path) -> None:
     res = compile_dir(fed)
     hub = {(m.namespace, m.name) for m in res.manifests if m.cluster == "hub" and m.kind == "LocalQueue"}

@@ -12,6 +12,7 @@ from typing import Any
 from compiler.policy.dra_classes import device_class_mappings
 from compiler.policy.graph import KUEUE_NAMESPACE, Policy
 from compiler.policy.labels import LABEL_DATA_CLASS, LABEL_MODEL, LABEL_PURPOSE, LABEL_TEAM
+from compiler.policy.multikueue_topology import is_manager
 
 # Resources Kueue does not account (quota is about GPUs); prefixes, as Kueue matches them.
 EXCLUDED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "hugepages-", "pods")
@@ -44,6 +45,13 @@ def manager_config(policy: Policy, cluster: str) -> dict[str, Any]:
         # team has no budget for is never admitted (IgnoreUndeclared would admit it unaccounted).
         "resources": {"quotaCheckStrategy": "BlockUndeclared", "excludeResourcePrefixes": list(EXCLUDED_RESOURCES)},
     }
+    # A MultiKueue manager marks the workloads it creates on its workers with its own origin: its
+    # garbage collector deletes every remote workload of its origin that has no local counterpart,
+    # so two managers of one worker under the default origin ("multikueue") delete each other's
+    # jobs (MultiKueue.Origin, apis/config/v1beta2/configuration_types.go, kubernetes-sigs/kueue
+    # v0.19.2). A cluster name is a DNS label, so a valid label value.
+    if is_manager(c):
+        cfg["multiKueue"] = {"origin": cluster}
     # DRA clusters: claims on each class's DeviceClasses count as gpupolicy.dev/<class>.
     if mappings := device_class_mappings(policy, cluster):
         cfg["resources"]["deviceClassMappings"] = mappings
