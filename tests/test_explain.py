@@ -35,3 +35,16 @@ def test_only_a_lender_reclaims_and_a_queue_that_cannot_borrow_is_reclaimed_by_n
     reclaim = next(x for x in block if "reclaimed by" in x)
     assert "nlp" not in reclaim and reclaim.startswith("    borrowed GPUs can be reclaimed by: no lender;")
     assert any(x.startswith("    may borrow from: ") and "nlp" not in x for x in block)
+
+
+def test_department_caps_say_they_bound_guarantees_not_use(tmp_path: Path) -> None:
+    """A department cap bounds what its teams guarantee (KUEUE003); the rendered Cohorts carry no
+    borrowing limit for it, so explain says borrowing can take the teams above it, with the
+    numbers, for every capped department up the tree (a reviewer read research's cap as a limit)."""
+    policy, _ = policy_at(copy_demo(tmp_path))
+    assert policy is not None
+    block = _class_block(explain_team(policy, "nlp"), "onprem", "h100-80gb")
+    assert "    department research caps what its teams guarantee here at 40 (they guarantee 32); borrowing can " \
+           "take them above it" in block
+    assert any(x.startswith("    department ai caps what its teams guarantee here at 64 (they guarantee 48)")
+               for x in block)

@@ -7,6 +7,8 @@ from compiler.policy.graph import Policy
 from compiler.policy.labels import LABEL_PRIORITY_CLASS, LABEL_QUEUE
 from compiler.policy.priorities import SERVING_PRIORITY_CLASS, team_priorities
 from compiler.policy.queues import training_namespaces
+from compiler.policy.summaries import gather
+from compiler.policy.team_facts import CAPPED, ancestors
 
 
 def explain_team(policy: Policy, name: str) -> str:
@@ -27,6 +29,14 @@ def explain_team(policy: Policy, name: str) -> str:
             lines.append(f"    guaranteed {e.guaranteed.show():>9}  from {e.guaranteed.origin}")
             lines.append(f"    borrow     {e.borrow.show():>9}  from {e.borrow.origin}")
             lines.append(f"    lend       {e.lend.show():>9}  from {e.lend.origin} (lendable now: {e.lendable})")
+            capped = gather(policy, CAPPED)
+            for dept in ancestors(policy, spec.department):
+                for dcap in policy.departments[dept].caps:
+                    if (dcap.cluster, dcap.class_) == (cluster, e.gpu_class):
+                        # KUEUE003 bounds guarantees; nothing in the rendered Cohorts bounds use
+                        lines.append(f"    department {dept} caps what its teams guarantee here at {dcap.max} (they "
+                                     f"guarantee {capped.get((dept, cluster, e.gpu_class), 0)}); borrowing can take "
+                                     "them above it")
             others = [o for o in policy.allocation.for_class(cluster, e.gpu_class) if o.team != name]
             lenders = [f"{o.team} ({o.lendable})" for o in others if o.lendable > 0]
             if free := borrowable_spare(policy, cluster).get(e.gpu_class):
