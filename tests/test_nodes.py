@@ -105,7 +105,13 @@ def test_demo_node_pools() -> None:
     serve = pools["l40s-serve"].obj["spec"]
     assert serve["template"]["metadata"]["labels"] == contract(p, "cloud", "l40s-serve").labels
     assert serve["template"]["spec"]["taints"] == [
-        {"key": "gpupolicy.dev/serving", "value": "l40s-serve", "effect": "NoSchedule"}]
+        {"key": "gpupolicy.dev/serving", "value": "l40s-serve", "effect": "NoSchedule"},
+        {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    # every GPU NodePool keeps pods without GPUs off its nodes (they would launch or pin them);
+    # everything meant to run there tolerates it: Kueue's flavors, serving pods, the node agents
+    assert pools["h100-burst"].obj["spec"]["template"]["spec"]["taints"] == [
+        {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    assert contract(p, "onprem", "h100-train").taints == ()  # nodes gpupolicy does not provision: as they are
     assert serve["template"]["spec"]["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
                                                          "name": "gpu-default"}
     assert serve["template"]["spec"]["requirements"] == [
@@ -119,7 +125,8 @@ def test_demo_node_pools() -> None:
     for np in pools.values():  # never expired, drift-replaced or repacked while running work (OPS007)
         assert np.obj["spec"]["template"]["spec"]["expireAfter"] == "Never"
         assert {"nodes": "0", "reasons": ["Drifted", "Underutilized"]} in np.obj["spec"]["disruption"]["budgets"]
-    assert "taints" not in pools["l4-dev"].obj["spec"]["template"]["spec"]
+    assert pools["l4-dev"].obj["spec"]["template"]["spec"]["taints"] == [
+        {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]  # no serving taint: the GPU one
     assert {m.component for m in pools.values()} == {"nodes"}
     assert pools["l4-dev"].relpath == "cloud/nodes/nodepool._.l4-dev.yaml"
     verify_ok(list(pools.values()), {"cloud": "1.33"})

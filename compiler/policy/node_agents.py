@@ -53,10 +53,12 @@ def contract_taints(policy: Policy, cluster: str) -> list[tuple[str, str]]:
 def agent_tolerations(policy: Policy, cluster: str, agent: str) -> list[Toleration]:
     """The chart defaults of ``agent`` plus ``Exists`` for each contract taint; the defaults alone
     (``[]`` returned) when the cluster's pools carry no taint, so the values stay minimal."""
-    extra = [{"key": key, "operator": "Exists", "effect": effect} for key, effect in contract_taints(policy, cluster)]
+    defaults = CHART_DEFAULT_TOLERATIONS[agent]
+    extra = [{"key": key, "operator": "Exists", "effect": effect} for key, effect in contract_taints(policy, cluster)
+             if not any(t["key"] == key and t.get("effect") == effect for t in defaults)]
     if not extra:
         return []
-    return [dict(t) for t in CHART_DEFAULT_TOLERATIONS[agent]] + extra
+    return [dict(t) for t in defaults] + extra
 
 
 def tolerates(tolerations: list[Toleration] | tuple[Toleration, ...], key: str, value: str, effect: str) -> bool:

@@ -12,7 +12,8 @@ will report on it once the cut is applied:
   is cut with MIG); serving pools ``node-restriction.kubernetes.io/gpupolicy-serving=<pool>``;
   ``nvidia.com/gpu.deploy.driver=false`` on a pool whose nodes bring their own driver while
   others take the GPU Operator's (``compiler.policy.drivers``); plus the pool's own ``nodeLabels``.
-- taints: serving pools ``gpupolicy.dev/serving=<pool>:NoSchedule``.
+- taints: serving pools ``gpupolicy.dev/serving=<pool>:NoSchedule``; every pool of a Karpenter
+  cluster ``nvidia.com/gpu=true:NoSchedule`` (CPU pods neither launch nor pin GPU nodes).
 - what GPU Feature Discovery writes (``nvidia.com/gpu.product`` per variant, with ``-SHARED``
   for time-sliced/MPS GPUs that are not renamed; ``nvidia.com/gpu.count`` = physical GPUs;
   under the ``mixed`` MIG strategy ``gpu.product`` keeps the board name and each profile gets
@@ -48,6 +49,7 @@ from compiler.policy.memo import per_policy
 from compiler.policy.partition import pool_mig_devices
 
 CUSTOM_LAYOUT_PREFIX = "gpupolicy-"  # mig-parted config names for per-device layouts
+GPU_TAINT_KEY = "nvidia.com/gpu"  # on the GPU nodes gpupolicy provisions (Karpenter NodePools)
 GFD_PRODUCT = "nvidia.com/gpu.product"
 GFD_COUNT = "nvidia.com/gpu.count"
 GFD_REPLICAS = "nvidia.com/gpu.replicas"
@@ -147,6 +149,12 @@ def pool_contract(policy: Policy, cluster: Cluster, pool: NodePool) -> PoolContr
     if pool.serving:
         labels[SERVING_NODE_LABEL] = pool.name
         taints = (Taint(SERVING_TAINT_KEY, pool.name),)
+    if cluster.provisioner == "karpenter":
+        # Karpenter launches a node for any pending pod its NodePool admits, and a node a pod
+        # without GPUs sits on is never empty: GPU NodePools keep such pods off (Karpenter's GPU
+        # NodePool examples taint them so). Whatever belongs there tolerates it: Kueue's flavors
+        # (compiler.lower.kueue.GPU_TOLERATION), serving pods and the node agents' chart defaults.
+        taints += (Taint(GPU_TAINT_KEY, "true"),)
     drivers = driver_plan(policy, cluster.name)
     if drivers.operator_pools and pool.name in drivers.host_pools:
         labels[DEPLOY_DRIVER_LABEL] = "false"  # its nodes bring their own driver (compiler.policy.drivers)
