@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from compiler.cli import stale
 from compiler.diagnostics import AREAS, Rule, Scope
-from compiler.load import files, secrets, source
+from compiler.load import files, secrets, yaml_faults
 from compiler.report import codeowners, report_size
 from compiler.validate import driver, mig, schema, waivers
 from compiler.verify import dra_claims, embedded_cel, kueue_config, kueue_webhook
@@ -24,7 +24,7 @@ from compiler.verify import run as verify_run
 __all__ = ["AREAS", "RULES", "Rule", "Scope", "all_rules", "get"]
 
 RULES: tuple[Rule, ...] = (
-    *source.RULES,  # LOAD: reading the files
+    *yaml_faults.RULES,  # LOAD: reading the files
     *files.RULES,  # LOAD: which files are read (the policy directory's trust boundary)
     *secrets.RULES,  # LOAD: no credentials in any policy string
     *schema.RULES,  # SCHEMA: each file against its model

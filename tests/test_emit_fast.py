@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import compiler.load.source as load
+import compiler.load.yaml_faults as faults
 from compiler.emit.fast import Unsupported
 from compiler.emit.jsonfast import dumps_sorted_indent2
 from compiler.emit.tree import _FAST, dump_yaml, render_tree
@@ -103,12 +104,12 @@ def test_fast_json_matches_reference(doc: Any) -> None:
 
 def _both_loaders(text_: str) -> tuple[Any, Any]:
     fast = load.load_text("p.yaml", text_.encode())
-    orig = load.compose_fast
-    load.compose_fast = lambda _t: None  # type: ignore[assignment]
+    orig = faults.compose_fast
+    faults.compose_fast = lambda _t: None  # type: ignore[assignment]
     try:
         slow = load.load_text("p.yaml", text_.encode())
     finally:
-        load.compose_fast = orig
+        faults.compose_fast = orig
 
     def key(r: Any) -> Any:
         src, diags = r
@@ -123,7 +124,7 @@ def test_fast_loader_matches_ruamel_on_every_policy_file() -> None:
     used = 0
     for p in files:
         text_ = p.read_text(encoding="utf-8", errors="replace")
-        used += load.compose_fast(text_) is not None
+        used += faults.compose_fast(text_) is not None
         fast, slow = _both_loaders(text_)
         assert fast == slow, p
     assert used > len(files) // 2  # the fast path is the common one

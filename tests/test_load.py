@@ -214,7 +214,7 @@ def test_text_position_agrees_with_ruamel_marks() -> None:
     lines and columns alike: LF, CRLF and lone CR breaks, NEL/LS/PS inside lines, characters."""
     from ruamel.yaml import YAML
 
-    from compiler.load.source import text_position
+    from compiler.load.yaml_faults import text_position
 
     texts = ["a: 1\r\nb:\r  c: é\n  d: [x, 'y\u2028z', \"\x85\"]\r\ne: {f: 𝄞, g: 1}\n",
              "\ufeffa: 1\nb: [x, é]\nc: 2\n", "- 1\r- 'a\r\n  b'\r\n- 3\n"]

@@ -40,7 +40,7 @@ LOAD_FILE = define(
     scope=Scope.FILE,
 )
 
-RULES: tuple[Rule, ...] = (LOAD_FILE,)
+RULES: tuple[Rule, ...] = (LOAD_MISSING, LOAD_FILE)
 
 _HINT = "commit the team file itself under policies/teams/ (a regular file, not a link or special file)"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from compiler.catalog import Catalog, builtin_catalog
 from compiler.diagnostics import Diagnostic, has_errors
-from compiler.load.source import LOAD_LIMIT, PolicySources
+from compiler.load.source import PolicySources
+from compiler.load.yaml_faults import LOAD_LIMIT
 from compiler.policy.allocation import build_allocation
 from compiler.policy.classes import derive_classes
 from compiler.policy.graph import Policy, Team
