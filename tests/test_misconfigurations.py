@@ -234,6 +234,13 @@ def test_no_team_claims_the_namespace_of_a_gateway_serving_routes_through(tmp_pa
     assert found[0].message == ("namespace 'gateway-system' on 'onprem' hosts the Gateway its serving 'chat' routes "
                                 "through (team 'nlp', policies/teams/nlp.yaml): it is the platform's, not a team namespace")
     assert compile_dir(copy_demo(tmp_path / "demo")).ok  # nlp and search both route through gateway-system
+    # not even as the serving namespace of the team that routes through it: the shared Gateway's
+    # namespace would be labelled nlp's, exempt from the backstop, with nlp's Role in it
+    own = copy_demo(tmp_path / "own")
+    mutate(own, "teams/nlp.yaml", "servingNamespace: nlp-serving", "servingNamespace: gateway-system")
+    [d] = [d for d in compile_dir(own).diagnostics if d.code == "FLEET004"]
+    assert d.location is not None and d.location.file == "policies/teams/nlp.yaml"
+    assert d.location.line == line_of(own, "teams/nlp.yaml", "servingNamespace: gateway-system")
 
 
 @pytest.mark.parametrize("length", [55, 56])

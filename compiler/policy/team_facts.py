@@ -141,12 +141,12 @@ GATEWAY = ("", "gateway")  # a CLAIMS value: a namespace some team's serving rou
 
 
 def gateway_namespaces(policy: Policy, team: Team) -> dict[tuple[str, str], str]:
-    """(cluster, namespace) of each Gateway the team's serving routes through outside its own serving
-    namespace -> the deployment's name (the platform's namespace: no team may claim it, FLEET004)."""
-    spec, name = team.model.spec, team.model.metadata.name
-    own = serving_namespace(name, spec.serving_namespace)
-    return {(s.cluster, s.expose.gateway_namespace): s.name for s in spec.serving
-            if s.cluster in policy.clusters and s.expose is not None and s.expose.gateway_namespace not in (None, own)}
+    """(cluster, namespace) of each Gateway the team's serving names a namespace for
+    (``expose.gatewayNamespace``) -> the deployment's name: the platform's namespace, which no team
+    may claim, not even the team that routes through it as its serving namespace (FLEET004). A
+    Gateway with no namespace named is in the deployment's own serving namespace, the team's."""
+    return {(s.cluster, s.expose.gateway_namespace): s.name for s in team.model.spec.serving
+            if s.cluster in policy.clusters and s.expose is not None and s.expose.gateway_namespace is not None}
 
 
 def _claimed(into: dict[Any, tuple[str, str]], part: dict[Any, tuple[str, str]]) -> dict[Any, tuple[str, str]]:
