@@ -154,6 +154,11 @@ def test_volumes_probes_and_shm(demo: tuple[Policy, list[Manifest]]) -> None:
     small = container(qr)["startupProbe"]
     assert big["httpGet"]["path"] == "/health"
     assert big["periodSeconds"] * big["failureThreshold"] > small["periodSeconds"] * small["failureThreshold"]
+    # a replica may use its whole startup budget, plus scheduling and the image pull, before the
+    # Deployment counts as stuck: the default 600 s would mark a cold 70B rollout failed (Degraded)
+    for dep, probe in ((chat, big), (qr, small)):
+        budget = probe["periodSeconds"] * probe["failureThreshold"]
+        assert dep["spec"]["progressDeadlineSeconds"] == budget + 900 > 600
 
 
 def test_service_pdb_and_autoscaling(demo: tuple[Policy, list[Manifest]]) -> None:

@@ -128,6 +128,9 @@ def serving_objects(policy: Policy, r: Resolved) -> list[dict[str, Any]]:
     return objs
 
 
+PROGRESS_MARGIN_SECONDS = 900  # scheduling and pulling the vLLM image (~10 GB), beyond the startup probe
+
+
 def _deployment(policy: Policy, r: Resolved, ns: str, pool: NodePool, labels: dict[str, str],
                 claim: str) -> dict[str, Any]:
     d = r.dep
@@ -209,6 +212,11 @@ def _deployment(policy: Policy, r: Resolved, ns: str, pool: NodePool, labels: di
     spec["selector"] = {"matchLabels": selector_labels(d.name)}
     # No surge: a reserved pool is sized for its replicas, a surge pod would wait for GPUs.
     spec["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    # A rollout that makes no progress for progressDeadlineSeconds (600 s by default, apps/v1
+    # DeploymentSpec) is marked ProgressDeadlineExceeded and Argo CD shows the app Degraded; a
+    # replica may take its whole startup budget (a cold 70B: ~49 minutes) plus its scheduling and
+    # the vLLM image pull, so the deadline is that budget and 15 minutes more.
+    spec["progressDeadlineSeconds"] = startup_budget_seconds(weights) + PROGRESS_MARGIN_SECONDS
     spec["template"] = {"metadata": {"labels": pod_labels, "annotations": {ANNOTATION_MODEL_ID: d.model}},
                         "spec": pod_spec}
     dep["spec"] = spec
