@@ -177,12 +177,32 @@ def test_bare_gpu_pod_is_denied(vaps, namespaces) -> None:
                    "PyTorchJob, TrainJob with label kueue.x-k8s.io/queue-name: nlp")
 
 
+JOB_CONTROLLER = "system:serviceaccount:kube-system:job-controller"
+JOBSET_CONTROLLER = "system:serviceaccount:jobset-system:jobset-controller-manager"
+
+
 def test_pods_of_a_job_are_checked_at_the_job(vaps, namespaces) -> None:
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "finetune", "uid": "1", "controller": True}
-    assert run(vaps, namespaces, pod(labels={}, owner=owner)).allowed
+    assert run(vaps, namespaces, pod(labels={}, owner=owner), user=JOB_CONTROLLER).allowed
     # ...but only a controller reference to a queued kind exempts a Pod.
     fake = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "2", "controller": True}
-    denied_with(run(vaps, namespaces, pod(labels={}, owner=fake)), "bypasses Kueue quota")
+    denied_with(run(vaps, namespaces, pod(labels={}, owner=fake), user=JOB_CONTROLLER), "bypasses Kueue quota")
+
+
+@pytest.mark.parametrize("user", ["alice", "system:serviceaccount:nlp-train:default", "system:anonymous"])
+def test_an_owner_reference_a_person_writes_exempts_nothing(vaps, namespaces, user: str) -> None:
+    """Anyone who may create a Pod or Job may write a controller ownerReference to a Job or JobSet of
+    the namespace, and Kueue takes the object for that owner's child (by name); a GPU Job 'owned'
+    by an admitted CPU-only JobSet ran outside every queue (a reviewer's bypass). Only a controller
+    (a system identity of another namespace) makes a child: from anyone else, or a service
+    account of the namespace itself, it is checked as if it had no owner."""
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "finetune", "uid": "1", "controller": True}
+    denied_with(run(vaps, namespaces, pod(labels={}, owner=owner), user=user), "bypasses Kueue quota")
+    child = job({}, template_labels={})
+    child["metadata"]["ownerReferences"] = [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                                             "name": "decoy", "uid": "3", "controller": True}]
+    assert not run(vaps, namespaces, child, user=user).allowed
+    assert run(vaps, namespaces, child, user=JOBSET_CONTROLLER).allowed
 
 
 def test_jobset_pytorchjob_and_trainjob(vaps, namespaces) -> None:
@@ -196,7 +216,7 @@ def test_jobset_pytorchjob_and_trainjob(vaps, namespaces) -> None:
     child = job({}, template_labels={})
     child["metadata"]["ownerReferences"] = [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
                                              "name": "js", "uid": "3", "controller": True}]
-    assert run(vaps, namespaces, child).allowed
+    assert run(vaps, namespaces, child, user=JOBSET_CONTROLLER).allowed
     ptj = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
            "metadata": {"name": "ptj", "namespace": "nlp-train", "labels": {"kueue.x-k8s.io/queue-name": "nlp"}},
            "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": tmpl},

@@ -319,7 +319,8 @@ def test_bare_pod_naming_the_serving_class_is_denied(vaps, namespaces) -> None:
 
 def test_pod_of_a_job_is_checked_at_the_job(vaps, namespaces) -> None:
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "u", "controller": True}
-    assert run(vaps, namespaces, pod(owner=owner, priority_class="standard")).allowed
+    controller = "system:serviceaccount:kube-system:job-controller"
+    assert run(vaps, namespaces, pod(owner=owner, priority_class="standard"), user=controller).allowed
     # ...but the serving class is refused on every pod outside serving namespaces
     denied_by(run(vaps, namespaces, pod(owner=owner, priority_class="gpupolicy-serving")), SERVING_PRIORITY_POLICY)
 

@@ -35,7 +35,9 @@ TrainJobs) and Pods; bindings select training namespaces (``gpupolicy.dev/purpos
 and a team label, so ``namespaceObject`` labels are there). Controllers must never be blocked:
 
 - Objects controlled (``ownerReferences[].controller``) by a queued kind are checked at that
-  kind, not again (matchCondition): Pods of a Job, Jobs of a JobSet, the JobSet of a TrainJob.
+  kind, not again (matchCondition): Pods of a Job, Jobs of a JobSet, the JobSet of a TrainJob,
+  when a controller made the request (``admission_cel.controlled_by``: an ownerReference anyone
+  else writes exempts nothing).
   Pods controlled by anything else (ReplicaSets, StatefulSets, an unintegrated TFJob) are
   checked as bare Pods.
 - An UPDATE is checked only when it touches what the rule reads: the labels (or a workload

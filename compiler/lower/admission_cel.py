@@ -132,10 +132,26 @@ def selects_label(s: str, key: str, values: Iterable[str] | None = None) -> str:
 
 
 def controlled_by(root: str, workloads: Iterable[Workload]) -> str:
-    """``root`` has a controller ownerReference to one of ``workloads`` (checked there)."""
+    """``root`` has a controller ownerReference to one of ``workloads`` (checked there), and a
+    controller made the request: anyone who may create a Job may also write an ownerReference to a
+    JobSet of the same namespace, and Kueue takes it for that JobSet's child (it looks the owner up
+    by name: ``FindAncestorJobManagedByKueue``, pkg/controller/jobframework, kubernetes-sigs/kueue
+    v0.19.2), so a Job with GPUs "owned" by an admitted CPU-only JobSet ran outside every queue. The
+    controllers that create children (kube-controller-manager's job controller, the JobSet,
+    Kubeflow and Trainer controllers) act as system identities of their own namespaces; a person,
+    or a service account of the namespace itself, is checked as if the object had no owner. A
+    service account of another namespace is trusted as a controller: only the platform can grant
+    one the right to create objects here (the teams' Roles bind no subjects)."""
     kinds = " || ".join(f"(o.kind == '{w.kind}' && o.apiVersion.startsWith('{w.group}/'))" for w in workloads)
     return (f"has({root}.metadata.ownerReferences) && {root}.metadata.ownerReferences.exists(o, "
-            f"has(o.controller) && o.controller && ({kinds}))")
+            f"has(o.controller) && o.controller && ({kinds})) && {BY_A_CONTROLLER}")
+
+
+# The request comes from a controller: a system identity, not anonymous, and not a service account
+# of the object's own namespace (which a team's own workloads may use).
+BY_A_CONTROLLER = ("(request.userInfo.username.startsWith('system:') && request.userInfo.username != "
+                   "'system:anonymous' && !request.userInfo.username.startsWith('system:serviceaccount:' + "
+                   "request.namespace + ':'))")
 
 
 def cel_list(values: Iterable[str]) -> str:
