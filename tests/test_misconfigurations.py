@@ -39,6 +39,8 @@ CASES = [
      "SERVE302", "teams/search.yaml", "- name: query-rewrite", Severity.ERROR, ["7.5", "fp16"]),
     ("fp8 on an A100", [(FLEET, "model: h200", "model: a100-80gb"), ("teams/nlp.yaml", "dtype: bf16", "dtype: fp8")],
      "SERVE303", "teams/nlp.yaml", "dtype: fp8", Severity.WARNING, ["8.9"]),
+    ("int4 sizing of a 16-bit checkpoint", [("teams/nlp.yaml", "dtype: bf16", "dtype: int4")],
+     "SERVE306", "teams/nlp.yaml", "dtype: int4", Severity.WARNING, ["meta-llama/Llama-3.1-70B-Instruct", "int4"]),
     ("instance type with another GPU count (karpenter#8064)",
      [(FLEET, "instanceTypes: [g6.12xlarge]", "instanceTypes: [g6.48xlarge]")],
      "FLEET302", FLEET, "g6.48xlarge", Severity.ERROR, ["8", "g6.12xlarge"]),
@@ -114,7 +116,7 @@ def test_cel_types_in_user_terms() -> None:
 
 def test_ill_typed_selector_is_one_error_not_an_evaluation_failure(tmp_path: Path) -> None:
     root = copy_demo(tmp_path)
-    for rel, old, new in CASES[12][1]:
+    for rel, old, new in next(c for c in CASES if c[2] == "DRA301")[1]:
         mutate(root, rel, old, new)
     _, diags = policy_at(root)
     errors = [d for d in diags if d.severity is Severity.ERROR]
@@ -423,3 +425,12 @@ def test_one_version_pin_one_error(tmp_path: Path, old: str, new: str, only: str
     mutate(root, FLEET, old, new)
     errors = [d for d in compile_dir(root, verify=True).diagnostics if d.severity is Severity.ERROR]
     assert [d.code for d in errors] == [only], [(d.code, d.message) for d in errors]
+
+
+def test_an_int4_checkpoint_named_so_is_sized_at_4_bits(tmp_path: Path) -> None:
+    """SERVE306 passes an AWQ/GPTQ/W4A16 repository: the weights come quantized from the checkpoint."""
+    root = copy_demo(tmp_path)
+    mutate(root, "teams/nlp.yaml", "dtype: bf16", "dtype: int4")
+    mutate(root, "teams/nlp.yaml", "model: meta-llama/Llama-3.1-70B-Instruct",
+           "model: hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4")
+    assert "SERVE306" not in {d.code for d in compile_dir(root).diagnostics}

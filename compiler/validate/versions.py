@@ -8,6 +8,10 @@ every rendered API version against what each cluster runs, checked at the line t
 - SERVE301: the vLLM image knows the model's architecture (Llama 3.1's ``rope_scaling``).
 - SERVE302 / SERVE303: the dtype runs on the serving GPU (bf16 needs compute capability 8.0;
   fp8 weights and activations 8.9).
+- SERVE306: dtype int8 / int4 names a checkpoint already quantized so: vLLM quantizes to FP8 on
+  load (``--quantization fp8``) but never to int8 or int4; those weights come from the checkpoint
+  (AWQ, GPTQ, compressed-tensors W8A8/W4A16, bitsandbytes), so a 16-bit checkpoint sized at 4
+  bits loads at 16 and runs out of memory at start (compiler.lower.serving.DTYPE_ARGS).
 """
 
 from __future__ import annotations
@@ -53,7 +57,18 @@ FP8_EMULATED = define(
     "weight-only FP8 kernels or refuses the model.",
     "dtype: fp8   # H100 (9.0)", "dtype: fp8   # A100 (8.0)", Severity.WARNING, scope=Scope.POLICY)
 
-RULES: tuple[Rule, ...] = (KUEUE_API_TOO_NEW, KUBE_TOO_OLD, VLLM_TOO_OLD, BF16_UNSUPPORTED, FP8_EMULATED)
+QUANTIZED_CHECKPOINT = define(
+    "SERVE306", "dtype int8 or int4 names a checkpoint quantized so (AWQ, GPTQ, W8A8, W4A16, bitsandbytes): vLLM "
+    "quantizes nothing to int8 or int4 on load, so a 16-bit checkpoint sized at 4 bits loads at 16.",
+    "model: hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4\ndtype: int4",
+    "model: meta-llama/Llama-3.1-70B-Instruct   # bf16 weights\ndtype: int4", Severity.WARNING, scope=Scope.POLICY)
+
+RULES: tuple[Rule, ...] = (KUEUE_API_TOO_NEW, KUBE_TOO_OLD, VLLM_TOO_OLD, BF16_UNSUPPORTED, FP8_EMULATED,
+                           QUANTIZED_CHECKPOINT)
+
+# What hub ids of int8/int4 checkpoints say about their weights (names are how hubs publish them)
+QUANTIZED_MARKERS = ("awq", "gptq", "int4", "int8", "w4a16", "w8a8", "w8a16", "4bit", "8bit", "bnb", "quantized",
+                     "fp4", "nf4", "marlin", "exl2")
 
 # Minimum vLLM release per built-in architecture key, with the reason shown to the author.
 VLLM_MINIMUM: dict[str, tuple[tuple[int, int, int], str]] = {
@@ -168,6 +183,20 @@ def check_bf16(policy: Policy) -> Iterator[Diagnostic]:
             f"capability {r.gpu.compute_capability}); vLLM stops with \"Bfloat16 is only supported on GPUs with "
             "compute capability of at least 8.0\"", r.team.src.locate(r.path + ("dtype",)),
             hint="set dtype: fp16 (vLLM --dtype half) or serve from a pool of Ampere or newer GPUs")
+
+
+@checks(QUANTIZED_CHECKPOINT)
+def check_quantized_checkpoint(policy: Policy) -> Iterator[Diagnostic]:
+    for r in deployments(policy):
+        if r.dep.dtype not in ("int8", "int4") or any(m in r.dep.model.lower() for m in QUANTIZED_MARKERS):
+            continue
+        yield QUANTIZED_CHECKPOINT.diag(
+            f"serving {r.dep.name!r} is sized with {r.dep.dtype} weights, but {r.dep.model!r} does not name a "
+            f"checkpoint quantized to {r.dep.dtype}: vLLM loads the weights as the checkpoint holds them (it "
+            "quantizes only to fp8 on load), so a 16-bit checkpoint needs about 4x (int4) or 2x (int8) the memory "
+            "sized", r.team.src.locate(r.path + ("dtype",)),
+            hint="name the quantized checkpoint (e.g. an AWQ, GPTQ or W8A8 repository of the model), or size it as "
+                 "it is published (dtype: bf16, or fp8, which vLLM quantizes on load)")
 
 
 @checks(FP8_EMULATED)
