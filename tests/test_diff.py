@@ -149,7 +149,9 @@ def test_flags_local_queue_repointed_and_flavor_in_use() -> None:
                  _cq("vision", ["h100"]), _kueue("ResourceFlavor", "h100", {}))
     flags = {(f.kind, f.obj): f.message for f in find_flags(base, head)}
     msg = flags[("immutable", "LocalQueue vision-train/vision")]
-    assert "`spec.clusterQueue` changes from `vision` to `research`" in msg and "Replace=true" in msg
+    assert "`spec.clusterQueue` changes from `vision` to `research`" in msg
+    # Replace=true alone is a kubectl replace, refused on an immutable field like an update
+    assert "sync-options: Force=true,Replace=true` for one sync" in msg
     assert "ClusterQueue vision" in flags[("in-use", "ResourceFlavor a100")]
     # the new LocalQueue names a ClusterQueue the new render lacks
     assert "LocalQueue vision-train/vision" in flags[("dangling", "ClusterQueue research")]
@@ -307,3 +309,22 @@ def test_comment_workflow_cuts_only_at_a_block_boundary(tmp_path: Path) -> None:
     (tmp_path / "d" / "gpupolicy-diff.md").write_text(small := render_markdown(_big_report(250, modified=1000)))
     body = subprocess.run(["bash", str(script), str(tmp_path / "d")], capture_output=True, text=True, check=True).stdout
     assert body.startswith(small) and "cut at a block boundary" not in body
+
+
+def _pvc(size: str, storage_class: str = "fast-nvme") -> Manifest:
+    o = obj("v1", "PersistentVolumeClaim", "chat-model-cache", namespace="nlp-serving")
+    o["spec"] = {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
+                 "resources": {"requests": {"storage": size}}}
+    return Manifest("onprem", "serving", o)
+
+
+def test_a_claim_that_shrinks_cannot_sync() -> None:
+    """The API server refuses to lower a PersistentVolumeClaim's storage request (a reviewer's
+    400Gi -> 300Gi passed the diff silently); growing it is an update (where the class allows
+    expansion), and a unit change that keeps the size is no change."""
+    flags = find_flags(_tree(_pvc("400Gi")), _tree(_pvc("300Gi")))
+    [f] = [f for f in flags if f.kind == "immutable"]
+    assert f.obj == "PersistentVolumeClaim nlp-serving/chat-model-cache"
+    assert "`spec.resources.requests.storage` shrinks from `400Gi` to `300Gi`" in f.message
+    assert not [f for f in find_flags(_tree(_pvc("300Gi")), _tree(_pvc("400Gi"))) if f.kind == "immutable"]
+    assert not [f for f in find_flags(_tree(_pvc("1Ti")), _tree(_pvc("1024Gi"))) if f.kind == "immutable"]

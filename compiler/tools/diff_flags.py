@@ -27,12 +27,16 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
+from compiler.cel.quantity import QuantityError, parse_quantity
 from compiler.emit.tree import dump_yaml
 from compiler.model.manifest import Manifest
 
 RENAME_SIMILARITY = 0.85
-REPLACE_HINT = ("delete it before the sync, or annotate it `argocd.argoproj.io/sync-options: Replace=true` "
-                "for one sync")
+# Replace=true alone makes Argo CD `kubectl replace`, which the API server refuses on an immutable
+# field as it refuses an update; with Force=true it deletes and recreates (argo-cd docs
+# user-guide/sync-options.md, "Replace Resource Instead Of Applying Changes", "Force").
+REPLACE_HINT = ("delete it before the sync, or annotate it `argocd.argoproj.io/sync-options: Force=true,Replace=true` "
+                "for one sync (Argo CD then deletes and recreates it; a claim's deletion waits until no pod mounts it)")
 # kind -> field paths the API server will not update.
 IMMUTABLE: dict[str, tuple[tuple[str, ...], ...]] = {
     "LocalQueue": (("spec", "clusterQueue"),),
@@ -202,6 +206,11 @@ def find_flags(base: Mapping[str, Manifest], head: Mapping[str, Manifest],
         paths = IMMUTABLE.get(k[1], ())
         if k[1] == "ResourceFlavor" and (_get(o.obj, ("spec", "topologyName")) or _get(n.obj, ("spec", "topologyName"))):
             paths = TAS_FLAVOR
+        if k[1] == "PersistentVolumeClaim" and (shrunk := _shrunk(o.obj, n.obj)) is not None:
+            flags.append(Flag("immutable", k[0], shown(k),
+                              f"`spec.resources.requests.storage` shrinks from `{shrunk[0]}` to `{shrunk[1]}`: the API "
+                              "server refuses to lower a claim's request (it may only grow, where the StorageClass "
+                              f"allows expansion), so the sync fails; {REPLACE_HINT}, or keep the size"))
         for path in paths:
             a, b = _get(o.obj, path), _get(n.obj, path)
             if a != b:
@@ -264,3 +273,15 @@ def _renames(only_old: Mapping[Key, Manifest], only_new: Mapping[Key, Manifest],
                         f"looks renamed to `{shown(c)}`: that is {how}; workloads, quota usage and "
                         "status do not move to the new object"))
     return out
+
+
+def _shrunk(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(old, new) storage request of a claim whose request goes down; None otherwise (or unreadable)."""
+    path = ("spec", "resources", "requests", "storage")
+    a, b = _get(old, path), _get(new, path)
+    try:
+        if a is not None and b is not None and parse_quantity(str(b)).value < parse_quantity(str(a)).value:
+            return str(a), str(b)
+    except QuantityError:
+        pass
+    return None
