@@ -159,6 +159,11 @@ def test_volumes_probes_and_shm(demo: tuple[Policy, list[Manifest]]) -> None:
     for dep, probe in ((chat, big), (qr, small)):
         budget = probe["periodSeconds"] * probe["failureThreshold"]
         assert dep["spec"]["progressDeadlineSeconds"] == budget + 900 > 600
+        # replicas spread over nodes when the pool allows: one node's loss never takes them all
+        [term] = dep["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"][
+            "preferredDuringSchedulingIgnoredDuringExecution"]
+        assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+        assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
 
 
 def test_service_pdb_and_autoscaling(demo: tuple[Policy, list[Manifest]]) -> None:

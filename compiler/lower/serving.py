@@ -191,6 +191,11 @@ def _deployment(policy: Policy, r: Resolved, ns: str, pool: NodePool, labels: di
             {"key": SERVING_TAINT_KEY, "operator": "Equal", "value": pool.name, "effect": "NoSchedule"},
             dict(GPU_TOLERATION),
         ],
+        # Replicas on different nodes when the pool allows (preferred: a pool of fewer nodes still
+        # schedules them all), so one node's failure or drain never takes every replica at once.
+        "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": selector_labels(d.name)},
+                                               "topologyKey": "kubernetes.io/hostname"}}]}},
         # A Service named "vllm" would inject VLLM_PORT=tcp://..., which vLLM reads as its own setting.
         "enableServiceLinks": False,
         "automountServiceAccountToken": False,
