@@ -63,6 +63,9 @@ class ClusterDraft:
     notes: dict[str, str] = field(default_factory=dict)  # field -> why guessed
     multikueue: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    # what quotas map onto: the cluster's classes, a MultiKueue manager's also its workers' (``link``)
+    quota_classes: dict[str, tuple[GpuClassInfo, list[PoolDraft]]] = field(default_factory=dict)
+    worker_capacity: dict[str, int] = field(default_factory=dict)  # a manager: its workers' training GPUs per class
 
     def classes(self) -> dict[str, tuple[GpuClassInfo, list[PoolDraft]]]:
         out: dict[str, tuple[GpuClassInfo, list[PoolDraft]]] = {}
@@ -76,6 +79,13 @@ class ClusterDraft:
         if info is None:
             return 0
         return sum(c.per_node * p.nodes for p in info[1] if not p.serving for c in p.classes if c.id == cls)
+
+    def queue_capacity(self, cls: str) -> int:
+        """The GPUs of a class the cluster's queues admit to: its training pools', a MultiKueue
+        manager's its workers' (``compiler.policy.multikueue_topology.with_worker_classes``)."""
+        if self.multikueue and self.multikueue.get("role") == "manager":
+            return self.worker_capacity.get(cls, 0)
+        return self.capacity(cls)
 
     def node_pool(self) -> dict[str, PoolDraft]:
         return {n: p for p in self.pools + self.unknown for n in p.node_names}
@@ -96,7 +106,7 @@ def _dra(export: ClusterExport, facts: list[NodeFacts], state: KueueState, minor
     return False
 
 
-def _flavor_class(cd: ClusterDraft, flavor: str, resource: str,
+def flavor_class(cd: ClusterDraft, flavor: str, resource: str,
                   classes: dict[str, tuple[GpuClassInfo, list[PoolDraft]]]) -> str | None:
     if resource.startswith("gpupolicy.dev/"):
         cid = resource.removeprefix("gpupolicy.dev/")
@@ -118,7 +128,7 @@ def _budgets(cd: ClusterDraft, q: Queue, team: str,
              classes: dict[str, tuple[GpuClassInfo, list[PoolDraft]]]) -> None:
     seen: dict[str, BudgetDraft] = {}
     for quota in q.quotas:
-        cid = _flavor_class(cd, quota.flavor, quota.resource, classes)
+        cid = flavor_class(cd, quota.flavor, quota.resource, classes)
         if cid is None:
             cd.kueue.unexpressed.append(f"ClusterQueue {q.name}: quota {quota.nominal} of {quota.resource} on flavor "
                                         f"{quota.flavor} matches no GPU class of the imported pools; not imported")
@@ -197,5 +207,7 @@ def link(drafts: list[ClusterDraft]) -> None:
             if w in by_name:
                 for cid, info in by_name[w].classes().items():
                     classes.setdefault(cid, info)
+                    cd.worker_capacity[cid] = cd.worker_capacity.get(cid, 0) + by_name[w].capacity(cid)
+        cd.quota_classes = classes
         for q in cd.kueue.queues.values():
             _budgets(cd, q, dns_label(q.name, "team"), classes)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from compiler import escape
 from compiler.catalog import builtin_catalog
 from compiler.diagnostics import EXIT_OK, EXIT_POLICY, EXIT_USAGE, Diagnostic, UsageError, has_errors
 from compiler.pipeline.options import Options
@@ -27,6 +28,7 @@ from compiler.tools.cluster_import.kueue import KUEUE_KINDS, read_kueue
 from compiler.tools.cluster_import.nodes import node_facts
 from compiler.tools.cluster_import.pods import gpu_pod
 from compiler.tools.cluster_import.pools import dns_label
+from compiler.tools.cluster_import.quantities import MalformedExport
 from compiler.tools.kube_export import ExportError, ExportMissing, describe, iter_items, load_items
 
 FILES = {"nodes": "nodes.json", "pods": "pods.json", "kueue": "kueue.json", "cluster_policy": "cluster-policy.json"}
@@ -39,6 +41,8 @@ def _checked(path: Path, items: Iterable[dict[str, Any]], parse: Callable[[dict[
     for i, obj in enumerate(items):
         try:
             keep = parse(obj)
+        except MalformedExport as exc:  # the message names the field
+            raise ExportError(f"{path}: {describe(obj, i)}: {exc}") from None
         except (AttributeError, TypeError, ValueError, KeyError) as exc:
             raise ExportError(f"{path}: {describe(obj, i)} is malformed ({type(exc).__name__}: {exc})") from None
         if keep is not None and keep is not False:
@@ -94,10 +98,10 @@ def run(ns: argparse.Namespace) -> int:
     try:
         exports = read_exports(ns)
     except ExportMissing as exc:
-        print(f"gpupolicy: import: {exc}", file=sys.stderr)
+        print(escape.text(f"gpupolicy: import: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     except ExportError as exc:
-        print(f"gpupolicy: import: {exc}", file=sys.stderr)
+        print(escape.text(f"gpupolicy: import: {exc}"), file=sys.stderr)
         return EXIT_POLICY
     catalog = builtin_catalog()
     draft = build_draft([analyse(e, catalog) for e in exports], ns.name)
@@ -124,7 +128,7 @@ def run(ns: argparse.Namespace) -> int:
     print(f"gpupolicy: import: {len(exports)} cluster(s), {pools} pool(s), {teams} team(s) -> {target}; "
           f"{len(found)} inventory finding(s) in {out / 'INVENTORY.md'}")
     for line in shown:
-        print(f"  {line}", file=sys.stderr)
+        print(f"  {escape.text(line)}", file=sys.stderr)
     if not valid:
         print("gpupolicy: import: the draft does not validate yet (see INVENTORY.md)", file=sys.stderr)
         return EXIT_POLICY

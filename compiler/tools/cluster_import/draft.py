@@ -10,9 +10,11 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from compiler import escape
 from compiler.model.common import API_VERSION
 from compiler.policy.cuts import CUT_MODES, ISOLATION_LEVELS
 from compiler.policy.labels import LABEL_DATA_CLASS, LABEL_TEAM
+from compiler.tools.cluster_import.changes import Change, draft_changes
 from compiler.tools.cluster_import.cluster import BudgetDraft, ClusterDraft, link
 from compiler.tools.cluster_import.pools import dns_label
 
@@ -38,6 +40,7 @@ class Draft:
     team_drafts: dict[str, TeamDraft]
     clusters: list[ClusterDraft]
     notes: list[str] = field(default_factory=list)  # merge conflicts and other remarks for the report
+    changes: list[Change] = field(default_factory=list)  # what the draft does not reproduce (``changes``)
 
     def files(self) -> dict[str, str]:
         out = {"policies/fleet.yaml": render(self.fleet, "fleet")}
@@ -54,7 +57,7 @@ def _cm(data: dict[str, Any], notes: dict[str, str] | None = None) -> CommentedM
         m[k] = _conv(v)
     for k, text in (notes or {}).items():
         if k in m:
-            m.yaml_add_eol_comment(f"guessed: {text}", k)
+            m.yaml_add_eol_comment(escape.text(f"guessed: {text}"), k)
     return m
 
 
@@ -162,7 +165,7 @@ def _budget(b: BudgetDraft) -> CommentedMap:
             "lend": "unlimited" if b.lend is None else b.lend}
     m = _cm(data)
     if b.note:
-        m.yaml_add_eol_comment(b.note, "class")
+        m.yaml_add_eol_comment(escape.text(b.note), "class")
     return m
 
 
@@ -185,7 +188,7 @@ def _team_doc(t: TeamDraft) -> CommentedMap:
         "budgets": [_budget(b) for b in sorted(t.budgets, key=lambda b: (b.cluster, b.cls))] or None,
     }
     if not t.budgets:
-        notes["department"] = notes.get("department", "") + "; no quota found: add budgets".lstrip("; ")
+        notes["department"] = "; ".join(n for n in (notes.get("department"), "no quota found: add budgets") if n)
     return _cm({"apiVersion": API_VERSION, "kind": "Team", "metadata": {"name": t.name},
                 "spec": _cm(spec, notes)})
 
@@ -203,7 +206,8 @@ def _cluster_doc(cd: ClusterDraft) -> CommentedMap:
     if cd.unknown:
         key = "pools" if "pools" in m else "name"
         names = ", ".join(f"{p.name} ({p.product})" for p in cd.unknown)
-        m.yaml_add_eol_comment(f"not imported, GPU product unknown to the catalog: {names} (see INVENTORY.md)", key)
+        m.yaml_add_eol_comment(escape.text(f"not imported, GPU product unknown to the catalog: {names} "
+                                           "(see INVENTORY.md)"), key)
     return m
 
 
@@ -237,4 +241,7 @@ def build_draft(clusters: list[ClusterDraft], fleet_name: str = "imported") -> D
                                   "dataClasses")
     fleet = _cm({"apiVersion": API_VERSION, "kind": "Fleet", "metadata": {"name": dns_label(fleet_name, "imported")},
                  "spec": spec_map})
-    return Draft(fleet, {n: _team_doc(t) for n, t in teams.items()}, teams, clusters, notes)
+    draft = Draft(fleet, {n: _team_doc(t) for n, t in teams.items()}, teams, clusters, notes)
+    draft.changes, kept = draft_changes(draft)
+    draft.notes += kept
+    return draft

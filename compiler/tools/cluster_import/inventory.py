@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from compiler import escape
 from compiler.policy.labels import LABEL_DATA_CLASS, LABEL_MODEL, LABEL_TEAM
 from compiler.tools.cluster_import.cluster import ClusterDraft
 from compiler.tools.cluster_import.draft import Draft
@@ -22,6 +23,7 @@ class Finding:
     kind: str  # mixed-nodes | unlabelled-pods | no-queue | shared-across-teams | over-capacity | unknown-gpu | ...
     message: str
     hint: str = ""
+    code: str = ""  # a snippet to paste, shown as code after the hint
 
 
 def _mixed(cd: ClusterDraft) -> list[Finding]:
@@ -113,21 +115,21 @@ def _capacity(cd: ClusterDraft) -> list[Finding]:
     return out
 
 
-def catalog_hint(pool: PoolDraft) -> str:
+def catalog_hint(pool: PoolDraft) -> tuple[str, str]:
+    """How to add an unknown GPU product: the advice and the fleet.yaml snippet."""
     mib = pool.memory_mib if pool.memory_mib and pool.memory_mib.isdigit() else None
     memory = f"memoryMiB: {mib}, " if mib else ""
     gib = f"{round(int(mib) / 1024)}" if mib else "<GiB>"
     key = dns_label((pool.product or "my-gpu").lower().removeprefix("nvidia-"), "my-gpu")
-    return (f"add under spec.catalog in fleet.yaml: `{key}: {{displayName: ..., "
-            f"architecture: ..., computeCapability: ..., memoryGiB: {gib}, {memory}"
-            f"productName: <nvidia-smi name>, source: ...}}` (the GFD label is the product name with "
-            "spaces as '-'), then add the pool")
+    return ("add under spec.catalog in fleet.yaml (the GFD label is the product name with spaces as '-'), then add "
+            "the pool:", f"{key}: {{displayName: ..., architecture: ..., computeCapability: ..., memoryGiB: {gib}, "
+            f"{memory}productName: <nvidia-smi name>, source: ...}}")
 
 
 def _unknown(cd: ClusterDraft) -> list[Finding]:
     return [Finding(cd.name, "unknown-gpu", f"{p.nodes} node(s) ({', '.join(p.node_names[:3])}"
                     f"{', ...' if p.nodes > 3 else ''}) report nvidia.com/gpu.product={p.product!r}, "
-                    "unknown to the GPU catalog: pool not written", catalog_hint(p)) for p in cd.unknown]
+                    "unknown to the GPU catalog: pool not written", *catalog_hint(p)) for p in cd.unknown]
 
 
 def findings(draft: Draft) -> list[Finding]:
@@ -138,14 +140,31 @@ def findings(draft: Draft) -> list[Finding]:
         out += [Finding(cd.name, "pool", f"pool {p.name}: {x}") for p in cd.pools for x in p.problems]
         out += [Finding(cd.name, "cluster", x) for x in cd.problems]
         out += [Finding(cd.name, "not-imported", x) for x in cd.kueue.unexpressed]
+    out += [Finding(c.cluster, c.kind, c.message, c.hint) for c in draft.changes]
     return out
 
 
+def _cell(s: object) -> str:
+    """A table cell from the exports: a plain name as it is, anything else as code (``escape``)."""
+    return escape.md_name(str(s), table=True) if str(s) else "-"
+
+
+def _finding(f: Finding) -> str:
+    line = f"- **{escape.md_text(f.kind)}** ({escape.md_name(f.cluster)}): {escape.md_text(f.message)}"
+    if f.hint:
+        line += f" — {escape.md_text(f.hint)}"
+    if f.code:
+        line += f" {escape.md_code(f.code)}"
+    return line
+
+
 def render_markdown(draft: Draft, found: list[Finding], diagnostics: list[str], valid: bool) -> str:
+    """INVENTORY.md. Every string from the exports (names, labels, messages quoting them) and from the
+    draft's diagnostics is escaped for markdown (``compiler.escape``): nothing in an export renders."""
     lines = ["# Inventory (gpupolicy import)", ""]
     for cd in draft.clusters:
         gpus = sum(p.nodes * p.gpus_per_node for p in cd.pools + cd.unknown)
-        lines += [f"## Cluster {cd.name}", "",
+        lines += [f"## Cluster {escape.md_name(cd.name)}", "",
                   f"Kubernetes 1.{cd.kube_minor}, {'DRA' if cd.dra else 'device plugin'}, provisioner "
                   f"{cd.provisioner}; {len(cd.facts)} nodes, {gpus} GPUs, {len(cd.pods)} GPU pods, "
                   f"{len(cd.kueue.queues)} ClusterQueues.", "",
@@ -154,26 +173,28 @@ def render_markdown(draft: Draft, found: list[Finding], diagnostics: list[str], 
         for p in cd.pools + cd.unknown:
             cut = ", ".join(f"{k}={v}" for k, v in p.cut.items() if k != "devices") + (" (per-device)" if
                                                                                         "devices" in p.cut else "")
-            classes = ", ".join(c.id for c in p.classes) or "-"
-            lines.append(f"| {p.name} | {p.product or '-'} | {p.model or '**unknown**'} | {p.nodes} | "
-                         f"{p.gpus_per_node} | {cut} | {'yes' if p.serving else 'no'} | {classes} |")
+            classes = ", ".join(_cell(c.id) for c in p.classes) or "-"
+            lines.append(f"| {_cell(p.name)} | {_cell(p.product or '')} | "
+                         f"{_cell(p.model) if p.model else '**unknown**'} | {p.nodes} | "
+                         f"{p.gpus_per_node} | {_cell(cut)} | {'yes' if p.serving else 'no'} | {classes} |")
         lines.append("")
         if cd.budgets:
             lines += ["| team | class | guaranteed | borrow | lend | capacity |", "|---|---|---|---|---|---|"]
             for b in sorted(cd.budgets, key=lambda b: (b.cls, b.team)):
-                lines.append(f"| {b.team} | {b.cls} | {b.guaranteed} | {'unlimited' if b.borrow is None else b.borrow}"
+                lines.append(f"| {_cell(b.team)} | {_cell(b.cls)} | {b.guaranteed} | "
+                             f"{'unlimited' if b.borrow is None else b.borrow}"
                              f" | {'unlimited' if b.lend is None else b.lend} | {cd.capacity(b.cls)} |")
             lines.append("")
     lines += ["## Dangerous state and gaps", ""]
     if not found:
         lines.append("None found.")
-    for f in found:
-        lines.append(f"- **{f.kind}** ({f.cluster}): {f.message}" + (f" — {f.hint}" if f.hint else ""))
+    lines += [_finding(f) for f in found]
     lines += ["", "## The draft", ""]
-    lines += [f"- {n}" for n in draft.notes]
+    lines += [f"- {escape.md_text(n)}" for n in draft.notes]
     lines.append("- every value the exports did not state carries a `guessed:` comment in the YAML")
     lines.append("- the draft validates with `gpupolicy validate`" if valid else
                  "- the draft does **not** validate yet: fix the errors below (quotas were kept as exported)")
     if diagnostics:
-        lines += ["", "`gpupolicy validate` on the draft:", "", "```", *diagnostics, "```"]
+        lines += ["", "`gpupolicy validate` on the draft:", "",
+                  escape.md_fence("\n".join(escape.text(d) for d in diagnostics))]
     return "\n".join(lines) + "\n"

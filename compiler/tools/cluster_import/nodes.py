@@ -17,6 +17,7 @@ from typing import Any
 
 from compiler.policy.labels import LABEL_MIG_CONFIG, LABEL_POOL, SERVING_NODE_LABEL, SERVING_TAINT_KEY
 from compiler.policy.node_contract import GFD_COUNT, GFD_PRODUCT, GFD_REPLICAS, GFD_SHARING
+from compiler.tools.cluster_import.quantities import whole_gpus
 
 GFD_MEMORY = "nvidia.com/gpu.memory"
 GFD_PRESENT = "nvidia.com/gpu.present"
@@ -110,8 +111,8 @@ def node_facts(node: dict[str, Any]) -> NodeFacts:
     taints = tuple((str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
                    for t in spec.get("taints") or [] if isinstance(t, dict))
     status = node.get("status") or {}
-    capacity = {str(k): n for k, v in (status.get("capacity") or {}).items()
-                if str(k).startswith(("nvidia.com/", "gpupolicy.dev/")) and (n := _int(v)) is not None}
+    capacity = {str(k): whole_gpus(v, f"status.capacity[{k}]") for k, v in (status.get("capacity") or {}).items()
+                if str(k).startswith(("nvidia.com/", "gpupolicy.dev/"))}
     kubelet = str((status.get("nodeInfo") or {}).get("kubeletVersion") or "")
     m = _KUBELET.match(kubelet)
     mig: dict[str, int] = {}

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.policy.labels import LABEL_DATA_CLASS, LABEL_MODEL, LABEL_PURPOSE, LABEL_QUEUE, LABEL_TEAM
+from compiler.tools.cluster_import.quantities import whole_gpus
 
 SERVING_IMAGES = ("vllm", "tritonserver", "text-generation-inference", "tgi", "sglang", "llm-d")
 SERVING_OWNERS = ("ReplicaSet", "Deployment", "LeaderWorkerSet")  # StatefulSets are as often notebooks
@@ -39,21 +40,18 @@ class GpuPod:
         return self.phase in ("Running", "Pending", "")
 
 
-def _int(v: Any) -> int:
-    try:
-        return int(str(v))
-    except ValueError:
-        return 1
-
-
 def _gpus(spec: dict[str, Any]) -> dict[str, int]:
     total: dict[str, int] = {}
-    for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
-        res = c.get("resources") or {}
-        merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-        for k, v in merged.items():
-            if str(k).startswith(("nvidia.com/", "gpupolicy.dev/")) and _int(v) > 0:
-                total[str(k)] = total.get(str(k), 0) + _int(v)
+    for kind in ("containers", "initContainers"):
+        for i, c in enumerate(spec.get(kind) or []):
+            res = c.get("resources") or {}
+            for part in ("limits", "requests"):
+                for k, v in (res.get(part) or {}).items():
+                    if not str(k).startswith(("nvidia.com/", "gpupolicy.dev/")):
+                        continue
+                    n = whole_gpus(v, f"spec.{kind}[{i}].resources.{part}[{k}]")
+                    if n > 0 and (part == "requests" or k not in (res.get("requests") or {})):
+                        total[str(k)] = total.get(str(k), 0) + n
     return total
 
 
