@@ -175,3 +175,86 @@ def test_borrowing_and_derived_waits() -> None:
         waits["nlp-train/late"].cause
     assert waits["nlp-train/late"].seconds == 7200 and waits["nlp-train/late"].derived
     assert "needed to borrow 4 beyond the guarantee 8" in waits["vision-train/v2"].cause
+
+
+def _admitted(name: str, usage: Any, **labels: str) -> dict[str, Any]:
+    w = _wl("nlp-train", name, "2026-11-30T00:00:00Z", "2026-11-30T00:00:05Z", 1, "h100-80gb")
+    psa = w["status"]["admission"]["podSetAssignments"][0]
+    psa["flavors"], psa["resourceUsage"] = {"nvidia.com/gpu": "h100-80gb"}, {"nvidia.com/gpu": usage}
+    w["metadata"]["labels"].update(labels)
+    return w
+
+
+def _run(tmp_path: Path, items: list[dict[str, Any]]) -> tuple[Path, Any]:
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps({"kind": "List", "items": items}))
+    return wl, run_cli("audit", "--workloads", str(wl), "--cluster", "onprem", "--root", str(REPO),
+                       "--out", str(tmp_path / "ev"), cwd=tmp_path)
+
+
+def test_export_text_is_escaped_in_the_markdown(tmp_path: Path) -> None:
+    """A model label ``__bold__`` is shown as written (a code span), not bold; a QuotaReserved message
+    with HTML, a heading and an @mention renders as text."""
+    pending = _wl("nlp-train", "waits", "2026-11-30T00:00:00Z", None, 8, "h100-80gb",
+                  pending_msg="<img src=x onerror=alert(1)> ## Heading @acme/ml-platform `x` | y")
+    _, p = _run(tmp_path, [_admitted("bold", "8", **{"gpupolicy.dev/model": "__bold__"}), pending])
+    assert p.returncode == 0, p.stderr
+    md = (tmp_path / "ev" / "AUDIT.md").read_text()
+    assert "| nlp-train/bold | nlp | `__bold__` | internal |" in md
+    assert "<img" not in md and "@acme" not in md and "## Heading" not in md
+    assert ("Pending&#58; &lt;img src=x onerror=alert(1)&gt; \\#\\# Heading @\u2060acme/ml-platform \\`x\\` \\| y"
+            in md)
+    csv_text = (tmp_path / "ev" / "ledger.csv").read_text()
+    assert ",__bold__," in csv_text  # the CSV keeps the value itself
+
+
+def test_fraction_of_a_gpu_is_kept_and_warned_about(tmp_path: Path) -> None:
+    """``resourceUsage: "500m"`` is half a GPU, not 0: kept, and a located warning in AUDIT.md and on stderr."""
+    later = _admitted("two", "2000m")
+    later["status"]["conditions"][0]["lastTransitionTime"] = "2026-11-30T00:10:00Z"
+    wl, p = _run(tmp_path, [_admitted("half", "500m"), later])
+    assert p.returncode == 0, p.stderr
+    where = ("Workload nlp-train/half (item 0): status.admission.podSetAssignments[0].resourceUsage[nvidia.com/gpu] "
+             "is '500m', 0.5 GPUs: not a whole number")
+    assert f"warning: {wl}: {where}" in p.stderr
+    assert "nlp-train/two" not in p.stderr  # 2000m is 2 whole GPUs
+    rows = {r["name"]: r for r in csv.DictReader(io.StringIO((tmp_path / "ev" / "ledger.csv").read_text()))}
+    assert (rows["half"]["gpus"], rows["two"]["gpus"]) == ("0.5", "2")
+    assert rows["half"]["borrowed"] == "within guarantee (0.5 of 32)"
+    assert rows["two"]["borrowed"] == "within guarantee (2.5 of 32)"
+    md = (tmp_path / "ev" / "AUDIT.md").read_text()
+    assert "## Warnings about the export" in md and "resourceUsage\\[nvidia.com/gpu\\] is '500m', 0.5 GPUs" in md
+    assert "| h100-80gb | 0.5 |" in md
+
+
+@pytest.mark.parametrize("usage, needle", [
+    ("1e30", "status.admission.podSetAssignments[0].resourceUsage[nvidia.com/gpu] is '1e30': more than 1,000,000 "
+             "GPUs is not a real count"),
+    ("-2", "status.admission.podSetAssignments[0].resourceUsage[nvidia.com/gpu] is '-2': a GPU count cannot be "
+           "negative"),
+    ("eight", "status.admission.podSetAssignments[0].resourceUsage[nvidia.com/gpu] is 'eight', not a Kubernetes "
+              "quantity"),
+])
+def test_absurd_or_malformed_gpu_amounts_are_located_errors(tmp_path: Path, usage: str, needle: str) -> None:
+    wl, p = _run(tmp_path, [_admitted("ok", "1"), _admitted("bad", usage)])
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert f"{wl}: Workload nlp-train/bad (item 1): {needle}" in p.stderr, p.stderr
+    assert not (tmp_path / "ev").exists()
+
+
+def test_pod_set_counts_and_eviction_counts_are_checked(tmp_path: Path) -> None:
+    w = _wl("nlp-train", "req", "2026-11-30T00:00:00Z", None, 8, "h100-80gb", pending_msg="waiting")
+    w["spec"]["podSets"] = [{"name": "main", "count": "many", "template": {"spec": {"containers": [
+        {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}}}]
+    wl, p = _run(tmp_path, [w])
+    assert p.returncode == 1 and f"{wl}: Workload nlp-train/req (item 0): spec.podSets[0].count is 'many', not a " \
+        "whole number" in p.stderr, p.stderr
+    w["spec"]["podSets"][0]["count"] = 4
+    w["status"]["schedulingStats"] = {"evictions": [{"reason": "Preempted", "count": 1.5}]}
+    wl, p = _run(tmp_path, [w])
+    assert p.returncode == 1 and "status.schedulingStats.evictions[0].count is 1.5, not a whole number" in p.stderr
+    del w["status"]["schedulingStats"]
+    wl, p = _run(tmp_path, [w])
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "ev" / "ledger.csv").read_text())))
+    assert rows[0]["gpus"] == "4"  # 4 pods x 1 GPU asked

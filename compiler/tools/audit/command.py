@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from compiler import escape
 from compiler.cli.render import format_parsable
 from compiler.diagnostics import EXIT_OK, EXIT_POLICY, EXIT_USAGE, UsageError, exit_code
 from compiler.pipeline.options import Options
@@ -37,6 +38,7 @@ class Audit:
     rows: list[Row] = field(default_factory=list)
     waits: list[Wait] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # located: amounts kept with a doubt (fractions of a GPU)
     workloads: int = 0
     now: datetime | None = None
 
@@ -52,6 +54,7 @@ def audit_workloads(items: Iterable[dict[str, Any]], source: str, view: PolicyVi
         w = workload_facts(obj, source, i, view.required_labels)
         rows = rows_of(w, view)
         out.rows += rows
+        out.warnings += w.warnings
         out.findings += workload_findings(rows[0], view)
         if w.uid:
             by_uid[w.uid] = (w.key, rows[0].team)
@@ -129,17 +132,19 @@ def run(ns: argparse.Namespace) -> int:
         before = read_window(ns.metrics_before, view) if ns.metrics_before else None
         after = read_window(ns.metrics_after, view) if ns.metrics_after else None
     except ExportMissing as exc:
-        print(f"gpupolicy: audit: {exc}", file=sys.stderr)
+        print(escape.text(f"gpupolicy: audit: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     except ExportError as exc:
-        print(f"gpupolicy: audit: {exc}", file=sys.stderr)
+        print(escape.text(f"gpupolicy: audit: {exc}"), file=sys.stderr)
         return EXIT_POLICY
     except _PolicyFailed as exc:
-        print(f"gpupolicy: {exc}", file=sys.stderr)
+        print(escape.text(f"gpupolicy: {exc}"), file=sys.stderr)
         return EXIT_POLICY
+    for w in result.warnings:
+        print(escape.text(f"gpupolicy: audit: warning: {w}"), file=sys.stderr)
     meta = {"workloads export": str(ns.workloads), "policy": policy_src, "cluster": view.cluster,
             "export time": ts(result.now) or "unknown"}
-    report = markdown(result.rows, result.waits, result.findings, before, after, meta)
+    report = markdown(result.rows, result.waits, result.findings, before, after, meta, result.warnings)
     if ns.out is None:
         sys.stdout.write(report)
     else:

@@ -9,6 +9,7 @@ from typing import Any
 from compiler.policy.labels import LABEL_POOL, LABEL_PURPOSE, LABEL_QUEUE, SERVING_TAINT_KEY
 from compiler.tools.audit.context import PolicyView
 from compiler.tools.audit.ledger import Row
+from compiler.tools.cluster_import.quantities import shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +37,7 @@ def workload_findings(r: Row, view: PolicyView) -> Iterable[Finding]:
     if w.team and owner and w.team != owner:
         yield Finding("team-mismatch", r.key, f"labelled team {w.team} in team {owner}'s namespace")
     if r.gpu_class and r.admitted is not None and r.team and (r.team, r.gpu_class) not in view.budgets:
-        yield Finding("no-budget", r.key, f"admitted on {r.gpu_class} ({r.gpus}), for which team {r.team} has no "
+        yield Finding("no-budget", r.key, f"admitted on {r.gpu_class} ({shown(r.gpus)}), for which team {r.team} has no "
                       f"budget on {view.cluster}")
     dc = w.data_class
     if dc:

@@ -14,9 +14,11 @@ from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from fractions import Fraction
 
 from compiler.tools.audit.context import PolicyView
 from compiler.tools.audit.workloads import WorkloadFacts
+from compiler.tools.cluster_import.quantities import shown
 
 _PREEMPT = re.compile(r"UID: (?P<uid>[^,]+), JobUID: (?P<job>[^)]+)\) due to (?P<why>.+?); preemptor path: "
                       r"(?P<src>\S+); preemptee path: (?P<dst>\S+)")
@@ -37,7 +39,7 @@ class Row:
     cluster_queue: str
     gpu_class: str
     resource: str
-    gpus: int
+    gpus: int | Fraction  # a Fraction only for a fraction of a GPU (warned about when read)
     created: datetime | None
     admitted: datetime | None
     ended: datetime | None
@@ -102,15 +104,15 @@ class Usage:
     """A queue's usage of one class over time (admitted Workloads of the export)."""
 
     times: list[datetime] = field(default_factory=list)
-    levels: list[int] = field(default_factory=list)
+    levels: list[int | Fraction] = field(default_factory=list)
 
-    def at(self, t: datetime) -> int:
+    def at(self, t: datetime) -> int | Fraction:
         i = bisect_right(self.times, t)
         return self.levels[i - 1] if i else 0
 
 
 def usage_curves(rows: list[Row]) -> dict[tuple[str, str], Usage]:
-    events: dict[tuple[str, str], list[tuple[datetime, int, int]]] = defaultdict(list)
+    events: dict[tuple[str, str], list[tuple[datetime, int, int | Fraction]]] = defaultdict(list)
     for r in rows:
         if r.admitted is None or not r.gpu_class:
             continue
@@ -122,7 +124,7 @@ def usage_curves(rows: list[Row]) -> dict[tuple[str, str], Usage]:
     for k, ev in events.items():
         ev.sort(key=lambda e: (e[0], e[1]))
         u = Usage()
-        level = 0
+        level: int | Fraction = 0
         for t, _, delta in ev:
             level += delta
             if u.times and u.times[-1] == t:
@@ -147,8 +149,8 @@ def mark_borrowing(rows: list[Row], view: PolicyView, curves: dict[tuple[str, st
             r.borrowed = "no budget"
         else:
             used = curves[(r.team, r.gpu_class)].at(r.admitted)
-            r.borrowed = (f"borrowed ({used} in use, guarantee {budget.guaranteed})" if used > budget.guaranteed
-                          else f"within guarantee ({used} of {budget.guaranteed})")
+            r.borrowed = (f"borrowed ({shown(used)} in use, guarantee {budget.guaranteed})"
+                          if used > budget.guaranteed else f"within guarantee ({shown(used)} of {budget.guaranteed})")
 
 
 def resolve_preemptors(rows: list[Row], by_uid: dict[str, tuple[str, str]]) -> None:

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from compiler.tools.audit.context import PolicyView
 from compiler.tools.audit.ledger import Row, Usage
+from compiler.tools.cluster_import.quantities import shown
 
 _INSUFFICIENT = re.compile(r"insufficient (?:unused )?quota for (?P<res>\S+) in flavor (?P<flavor>\S+?),? "
                            r"(?:(?P<more>\S+) more needed)?")
@@ -88,12 +89,12 @@ def _admitted_cause(r: Row, view: PolicyView, usage: Usage | None, seconds: int)
         return f"{_budget_text(view, r.team, r.gpu_class)}: it could only run on GPUs lent by other teams"
     limit = None if b.borrow is None else b.guaranteed + b.borrow
     if limit is not None and used + r.gpus > limit:
-        return (f"the team's queue was at its limit: {used} {r.gpu_class} in use + {r.gpus} asked > guarantee "
-                f"{b.guaranteed} + borrow {b.borrow}")
+        return (f"the team's queue was at its limit: {shown(used)} {r.gpu_class} in use + {shown(r.gpus)} asked > "
+                f"guarantee {b.guaranteed} + borrow {b.borrow}")
     if used + r.gpus > b.guaranteed:
-        return (f"needed to borrow {used + r.gpus - b.guaranteed} beyond the guarantee {b.guaranteed} "
-                f"({used} in use): the cohort had no unused {r.gpu_class} to lend")
-    return (f"within the guarantee ({used} in use + {r.gpus} of {b.guaranteed}): the team's lent GPUs "
+        return (f"needed to borrow {shown(used + r.gpus - b.guaranteed)} beyond the guarantee {b.guaranteed} "
+                f"({shown(used)} in use): the cohort had no unused {r.gpu_class} to lend")
+    return (f"within the guarantee ({shown(used)} in use + {shown(r.gpus)} of {b.guaranteed}): the team's lent GPUs "
             "were being reclaimed from borrowers, or pods were still terminating")
 
 
