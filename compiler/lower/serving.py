@@ -131,6 +131,32 @@ def serving_objects(policy: Policy, r: Resolved) -> list[dict[str, Any]]:
 PROGRESS_MARGIN_SECONDS = 900  # scheduling and pulling the vLLM image (~10 GB), beyond the startup probe
 
 
+def _placement(name: str, pool: NodePool) -> dict[str, Any]:
+    """Where a deployment's pods run: its serving pool's nodes (their label and taint), and its
+    replicas on different nodes when the pool allows (preferred: a pool of fewer nodes still
+    schedules them all), so one node's failure or drain never takes every replica at once."""
+    return {
+        "nodeSelector": {LABEL_POOL: pool.name, SERVING_NODE_LABEL: pool.name},
+        "tolerations": [
+            {"key": SERVING_TAINT_KEY, "operator": "Equal", "value": pool.name, "effect": "NoSchedule"},
+            dict(GPU_TOLERATION),
+        ],
+        "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": selector_labels(name)},
+                                               "topologyKey": "kubernetes.io/hostname"}}]}},
+    }
+
+
+def _rollout(weights: float) -> dict[str, Any]:
+    """How a Deployment rolls out. No surge: a reserved pool is sized for its replicas, a surge pod
+    would wait for GPUs. A rollout that makes no progress for progressDeadlineSeconds (600 s by
+    default, apps/v1 DeploymentSpec) is marked ProgressDeadlineExceeded and Argo CD shows the app
+    Degraded; a replica may take its whole startup budget (a cold 70B: ~49 minutes) plus its
+    scheduling and the vLLM image pull, so the deadline is that budget and 15 minutes more."""
+    return {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+            "progressDeadlineSeconds": startup_budget_seconds(weights) + PROGRESS_MARGIN_SECONDS}
+
+
 def _deployment(policy: Policy, r: Resolved, ns: str, pool: NodePool, labels: dict[str, str],
                 claim: str) -> dict[str, Any]:
     d = r.dep
@@ -186,16 +212,7 @@ def _deployment(policy: Policy, r: Resolved, ns: str, pool: NodePool, labels: di
     }
     pod_spec: dict[str, Any] = {
         "priorityClassName": PRIORITY_CLASS,
-        "nodeSelector": {LABEL_POOL: pool.name, SERVING_NODE_LABEL: pool.name},
-        "tolerations": [
-            {"key": SERVING_TAINT_KEY, "operator": "Equal", "value": pool.name, "effect": "NoSchedule"},
-            dict(GPU_TOLERATION),
-        ],
-        # Replicas on different nodes when the pool allows (preferred: a pool of fewer nodes still
-        # schedules them all), so one node's failure or drain never takes every replica at once.
-        "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
-            "weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": selector_labels(d.name)},
-                                               "topologyKey": "kubernetes.io/hostname"}}]}},
+        **_placement(d.name, pool),
         # A Service named "vllm" would inject VLLM_PORT=tcp://..., which vLLM reads as its own setting.
         "enableServiceLinks": False,
         "automountServiceAccountToken": False,
@@ -215,13 +232,7 @@ def _deployment(policy: Policy, r: Resolved, ns: str, pool: NodePool, labels: di
         spec["replicas"] = d.replicas.min
     # else: replicas left to the autoscaler, so a sync never resets what it scaled to
     spec["selector"] = {"matchLabels": selector_labels(d.name)}
-    # No surge: a reserved pool is sized for its replicas, a surge pod would wait for GPUs.
-    spec["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
-    # A rollout that makes no progress for progressDeadlineSeconds (600 s by default, apps/v1
-    # DeploymentSpec) is marked ProgressDeadlineExceeded and Argo CD shows the app Degraded; a
-    # replica may take its whole startup budget (a cold 70B: ~49 minutes) plus its scheduling and
-    # the vLLM image pull, so the deadline is that budget and 15 minutes more.
-    spec["progressDeadlineSeconds"] = startup_budget_seconds(weights) + PROGRESS_MARGIN_SECONDS
+    spec.update(_rollout(weights))
     spec["template"] = {"metadata": {"labels": pod_labels, "annotations": {ANNOTATION_MODEL_ID: d.model}},
                         "spec": pod_spec}
     dep["spec"] = spec

@@ -206,11 +206,7 @@ def find_flags(base: Mapping[str, Manifest], head: Mapping[str, Manifest],
         paths = IMMUTABLE.get(k[1], ())
         if k[1] == "ResourceFlavor" and (_get(o.obj, ("spec", "topologyName")) or _get(n.obj, ("spec", "topologyName"))):
             paths = TAS_FLAVOR
-        if k[1] == "PersistentVolumeClaim" and (shrunk := _shrunk(o.obj, n.obj)) is not None:
-            flags.append(Flag("immutable", k[0], shown(k),
-                              f"`spec.resources.requests.storage` shrinks from `{shrunk[0]}` to `{shrunk[1]}`: the API "
-                              "server refuses to lower a claim's request (it may only grow, where the StorageClass "
-                              f"allows expansion), so the sync fails; {REPLACE_HINT}, or keep the size"))
+        flags += _shrunk(k, o.obj, n.obj)
         for path in paths:
             a, b = _get(o.obj, path), _get(n.obj, path)
             if a != b:
@@ -275,13 +271,19 @@ def _renames(only_old: Mapping[Key, Manifest], only_new: Mapping[Key, Manifest],
     return out
 
 
-def _shrunk(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(old, new) storage request of a claim whose request goes down; None otherwise (or unreadable)."""
+def _shrunk(k: Key, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Flag]:
+    """A claim whose storage request goes down: the API server refuses to lower it (it may only
+    grow, where the StorageClass allows expansion), so the sync fails."""
     path = ("spec", "resources", "requests", "storage")
     a, b = _get(old, path), _get(new, path)
+    if k[1] != "PersistentVolumeClaim" or a is None or b is None:
+        return []
     try:
-        if a is not None and b is not None and parse_quantity(str(b)).value < parse_quantity(str(a)).value:
-            return str(a), str(b)
+        if parse_quantity(str(b)).value >= parse_quantity(str(a)).value:
+            return []
     except QuantityError:
-        pass
-    return None
+        return []
+    return [Flag("immutable", k[0], shown(k),
+                 f"`spec.resources.requests.storage` shrinks from `{a}` to `{b}`: the API server refuses to lower a "
+                 f"claim's request (it may only grow, where the StorageClass allows expansion), so the sync fails; "
+                 f"{REPLACE_HINT}, or keep the size")]

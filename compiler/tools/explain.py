@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from compiler.policy.allocation import TeamAllocation
 from compiler.policy.cohorts import borrowable_spare, spare_cohort
 from compiler.policy.graph import Policy
 from compiler.policy.labels import LABEL_PRIORITY_CLASS, LABEL_QUEUE
@@ -23,38 +24,7 @@ def explain_team(policy: Policy, name: str) -> str:
         lines.append(f"cluster {cluster}: ClusterQueue {name} in cohort {spec.department}; "
                      f"LocalQueue {name} in {', '.join(training_namespaces(team, cluster)) or '(no namespace)'}")
         for e in [e for e in policy.allocation.for_team(name) if e.cluster == cluster]:
-            cls = policy.classes.get(cluster, {}).get(e.gpu_class)
-            cap = cls.capacity if cls else 0
-            lines.append(f"  {e.gpu_class} ({cls.resource if cls else '?'}; capacity {cap}):")
-            lines.append(f"    guaranteed {e.guaranteed.show():>9}  from {e.guaranteed.origin}")
-            lines.append(f"    borrow     {e.borrow.show():>9}  from {e.borrow.origin}")
-            lines.append(f"    lend       {e.lend.show():>9}  from {e.lend.origin} (lendable now: {e.lendable})")
-            capped = gather(policy, CAPPED)
-            for dept in ancestors(policy, spec.department):
-                for dcap in policy.departments[dept].caps:
-                    if (dcap.cluster, dcap.class_) == (cluster, e.gpu_class):
-                        # KUEUE003 bounds guarantees; nothing in the rendered Cohorts bounds use
-                        lines.append(f"    department {dept} caps what its teams guarantee here at {dcap.max} (they "
-                                     f"guarantee {capped.get((dept, cluster, e.gpu_class), 0)}); borrowing can take "
-                                     "them above it")
-            others = [o for o in policy.allocation.for_class(cluster, e.gpu_class) if o.team != name]
-            lenders = [f"{o.team} ({o.lendable})" for o in others if o.lendable > 0]
-            if free := borrowable_spare(policy, cluster).get(e.gpu_class):
-                lenders.append(f"the unguaranteed GPUs of Cohort {spare_cohort(policy, cluster)} ({free})")
-            # only a queue that lends can take back what it lent: one with nothing lendable never
-            # lends, so it reclaims nothing from this team
-            reclaimers = [o.team for o in others if o.lendable > 0]
-            if e.borrow.value == 0:
-                lines.append("    may borrow from: nobody (borrow limit 0): it runs within its guarantee, which no other "
-                             "queue reclaims")
-                continue
-            lines.append(f"    may borrow from: {', '.join(lenders) or 'nobody (no one lends this class)'}")
-            # Fair sharing is on (compiler.policy.kueue_manager, preemptionStrategies
-            # LessThanOrEqualToFinalShare/LessThanInitialShare): besides the queues that lent them,
-            # any queue of the cohort tree below its fair share may preempt a borrower above it,
-            # so GPUs borrowed from the unguaranteed root pool are not safe either (issue 15).
-            lines.append(f"    borrowed GPUs can be reclaimed by: {', '.join(reclaimers) or 'no lender'}; and by "
-                         "fair-sharing preemption from any queue of the cohort tree below its fair share")
+            lines += _class_lines(policy, name, spec.department, cluster, e)
         lines.append("")
     if tiers:
         lines.append("priorities (higher preempts lower inside the queue; any queue reclaims what it lent):")
@@ -75,3 +45,39 @@ def explain_team(policy: Policy, name: str) -> str:
     lines += [f"  {label}" for label in labels]
     lines.append(f"  gpupolicy.dev/data-class one of: {', '.join(sorted(spec.data_classes))}")
     return "\n".join(lines) + "\n"
+
+
+def _class_lines(policy: Policy, name: str, department: str, cluster: str, e: TeamAllocation) -> list[str]:
+    """One budget of the team: its amounts and their origins, the department caps over it, who
+    lends it GPUs and who may take them back."""
+    cls = policy.classes.get(cluster, {}).get(e.gpu_class)
+    lines = [f"  {e.gpu_class} ({cls.resource if cls else '?'}; capacity {cls.capacity if cls else 0}):",
+             f"    guaranteed {e.guaranteed.show():>9}  from {e.guaranteed.origin}",
+             f"    borrow     {e.borrow.show():>9}  from {e.borrow.origin}",
+             f"    lend       {e.lend.show():>9}  from {e.lend.origin} (lendable now: {e.lendable})"]
+    capped = gather(policy, CAPPED)
+    for dept in ancestors(policy, department):
+        for dcap in policy.departments[dept].caps:
+            if (dcap.cluster, dcap.class_) == (cluster, e.gpu_class):
+                # KUEUE003 bounds guarantees; nothing in the rendered Cohorts bounds use
+                lines.append(f"    department {dept} caps what its teams guarantee here at {dcap.max} (they "
+                             f"guarantee {capped.get((dept, cluster, e.gpu_class), 0)}); borrowing can take "
+                             "them above it")
+    if e.borrow.value == 0:
+        return lines + ["    may borrow from: nobody (borrow limit 0): it runs within its guarantee, which no other "
+                        "queue reclaims"]
+    others = [o for o in policy.allocation.for_class(cluster, e.gpu_class) if o.team != name]
+    lenders = [f"{o.team} ({o.lendable})" for o in others if o.lendable > 0]
+    if free := borrowable_spare(policy, cluster).get(e.gpu_class):
+        lenders.append(f"the unguaranteed GPUs of Cohort {spare_cohort(policy, cluster)} ({free})")
+    # only a queue that lends can take back what it lent: one with nothing lendable never lends,
+    # so it reclaims nothing from this team
+    reclaimers = [o.team for o in others if o.lendable > 0]
+    lines.append(f"    may borrow from: {', '.join(lenders) or 'nobody (no one lends this class)'}")
+    # Fair sharing is on (compiler.policy.kueue_manager, preemptionStrategies
+    # LessThanOrEqualToFinalShare/LessThanInitialShare): besides the queues that lent them, any
+    # queue of the cohort tree below its fair share may preempt a borrower above it, so GPUs
+    # borrowed from the unguaranteed root pool are not safe either (issue 15).
+    lines.append(f"    borrowed GPUs can be reclaimed by: {', '.join(reclaimers) or 'no lender'}; and by "
+                 "fair-sharing preemption from any queue of the cohort tree below its fair share")
+    return lines

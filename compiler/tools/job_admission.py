@@ -12,7 +12,9 @@ ignored (``excludeResourcePrefixes``), and any other undeclared resource blocks 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
+from compiler.policy.classes import GpuClass
 from compiler.policy.cohorts import borrowable_spare
 from compiler.policy.graph import Policy
 from compiler.policy.kueue_manager import manager_config
@@ -44,6 +46,26 @@ def parse_shape(text: str) -> dict[str, int]:
     return out
 
 
+def _by_resource(shape: dict[str, int], classes: Mapping[str, GpuClass]
+                 ) -> tuple[dict[str, int], dict[str, str]] | Verdict:
+    """The shape by resource, and the class a job selects for each resource it names by class. A
+    class ID stands for its resource on this cluster (``h100-80gb=4``) and for a job that selects
+    the class (``gpupolicy.dev/class``): only that class's flavor is tried, as Kueue tries only
+    the flavors whose nodeLabels agree (compiler.lower.kueue.flavor_node_labels); a resource named
+    as such may take any flavor that covers it, in the ClusterQueue's order."""
+    wanted: dict[str, str] = {}
+    by_resource: dict[str, int] = {}
+    for k, v in shape.items():
+        resource = classes[k].resource if k in classes else k
+        if k in classes:
+            if resource in wanted:
+                return Verdict(False, (f"{wanted[resource]} and {k} are both {resource}: a job requests a resource "
+                                       "once, so it selects one class",))
+            wanted[resource] = k
+        by_resource[resource] = by_resource.get(resource, 0) + v
+    return by_resource, wanted
+
+
 def admit(policy: Policy, team_name: str, cluster: str, shape: dict[str, int]) -> Verdict:
     team = policy.team(team_name)
     if team is None:
@@ -62,21 +84,10 @@ def admit(policy: Policy, team_name: str, cluster: str, shape: dict[str, int]) -
     chosen: list[tuple[str, str]] = []
     classes = policy.classes.get(cluster, {})
     spare = borrowable_spare(policy, cluster)  # GPUs no team is guaranteed, lent by the root Cohort
-    # a class ID stands for its resource on this cluster (``h100-80gb=4``), and for a job that
-    # selects the class (``gpupolicy.dev/class``): only that class's flavor is tried, as Kueue
-    # tries only the flavors whose nodeLabels agree (compiler.lower.kueue.flavor_node_labels); a
-    # resource named as such may take any flavor that covers it, in the ClusterQueue's order
-    wanted: dict[str, str] = {}
-    by_resource: dict[str, int] = {}
-    for k, v in shape.items():
-        resource = classes[k].resource if k in classes else k
-        if k in classes:
-            if resource in wanted:
-                return Verdict(False, (f"{wanted[resource]} and {k} are both {resource}: a job requests a resource "
-                                       "once, so it selects one class",))
-            wanted[resource] = k
-        by_resource[resource] = by_resource.get(resource, 0) + v
-    shape = by_resource
+    selected = _by_resource(shape, classes)
+    if isinstance(selected, Verdict):
+        return selected
+    shape, wanted = selected
     for resource, amount in sorted(shape.items()):
         if resource.startswith(excluded):
             continue
@@ -109,11 +120,9 @@ def admit(policy: Policy, team_name: str, cluster: str, shape: dict[str, int]) -
                 f"{borrowable} (others and the unguaranteed pool lend {lendable}, limit "
                 f"{'none' if limit is None else limit}) = "
                 f"{nominal + borrowable}; physical capacity {cls.capacity if cls else '?'}")
-        if fits is None and not attempts:  # the class asked for is not among the queue's flavors
-            reasons.append(f"{wanted[resource]} is not covered by ClusterQueue {team_name} on {cluster} (its "
-                           f"{resource} flavors: {', '.join(f['name'] for f in group['flavors'])})")
-        elif fits is None:
-            reasons += attempts
-        else:
+        if fits is not None:
             chosen.append((resource, fits))
+        else:  # no attempt: the class asked for is not among the queue's flavors
+            reasons += attempts or [f"{wanted[resource]} is not covered by ClusterQueue {team_name} on {cluster} (its "
+                                    f"{resource} flavors: {', '.join(f['name'] for f in group['flavors'])})"]
     return Verdict(not reasons, tuple(reasons), tuple(chosen))
