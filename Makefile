@@ -66,7 +66,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 # Mutation testing of the solvers ([tool.mutmut] in pyproject.toml; bench/mutate.py): exit 1 when a
-# mutant survives that bench/mutants-equivalent.txt does not explain. ~15 minutes on two cores;
+# mutant survives that bench/mutants-equivalent.txt does not explain. Over an hour on two cores;
 # MUTATE_FLAGS='--max-children 1' keeps it to one worker (mutmut's default is one per core).
 MUTATE_FLAGS ?=
 mutate: $(MUT_VENV)/.installed
