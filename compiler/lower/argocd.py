@@ -70,7 +70,7 @@ from compiler.policy.gitops_names import (
     root_project,
     server,
 )
-from compiler.policy.graph import DRA_DRIVER_NAMESPACE, GPU_OPERATOR_NAMESPACE, KUEUE_NAMESPACE, Policy
+from compiler.policy.graph import ADDON_NAMESPACES, GPU_OPERATOR_NAMESPACE, Policy
 
 ARGO_API = "argoproj.io/v1alpha1"
 IN_CLUSTER = "https://kubernetes.default.svc"
@@ -82,7 +82,6 @@ RETRY = {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": 
 # Waves, components, BUILTIN_GROUPS: compiler.model.targets. OWNED_KINDS: the kinds the targets declare
 # (compiler.lower.targets); ClusterRole(Binding) is declared by none: allowed only while rendered.
 KUBE_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
-CHART_NAMESPACES = (KUEUE_NAMESPACE, DRA_DRIVER_NAMESPACE)  # GPU_OPERATOR_NAMESPACE: its ConfigMaps are rendered
 
 
 def _argo(policy: Policy, kind: str, name: str, wave: int | None = None,
@@ -144,8 +143,8 @@ def component_project(policy: Policy, cluster: str, folder: Folder) -> Manifest:
     # Namespaces are denied, not enumerated: a team namespace removed from the policy must still be
     # prunable by its Application after this project (an earlier wave) stopped listing it.
     rendered = folder.namespaces
-    system = {*KUBE_NAMESPACES, *c.system_namespaces, policy.fleet.spec.gitops.argocd_namespace, *CHART_NAMESPACES}
-    denied = sorted(system - rendered - {GPU_OPERATOR_NAMESPACE})
+    system = {*KUBE_NAMESPACES, *c.system_namespaces, policy.fleet.spec.gitops.argocd_namespace, *ADDON_NAMESPACES}
+    denied = sorted(system - rendered - {GPU_OPERATOR_NAMESPACE})  # gpupolicy renders its ConfigMaps into it
     p = _argo(policy, "AppProject", cluster_project(policy, cluster), PROJECT_WAVE, {LABEL_CLUSTER: cluster})
     p["spec"] = {
         "description": f"gpupolicy components of cluster {cluster}: only its API server, no system namespace, "
