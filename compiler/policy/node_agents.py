@@ -55,7 +55,8 @@ def agent_tolerations(policy: Policy, cluster: str, agent: str) -> list[Tolerati
     (``[]`` returned) when the cluster's pools carry no taint, so the values stay minimal."""
     defaults = CHART_DEFAULT_TOLERATIONS[agent]
     extra = [{"key": key, "operator": "Exists", "effect": effect} for key, effect in contract_taints(policy, cluster)
-             if not any(t["key"] == key and t.get("effect") == effect for t in defaults)]
+             if not any(t["key"] == key and t.get("effect") == effect and t.get("operator") == "Exists"
+                        for t in defaults)]  # a default that tolerates every value of the taint already
     if not extra:
         return []
     return [dict(t) for t in defaults] + extra
